@@ -1,0 +1,64 @@
+# ctxweb: `make run` to try it, `make test` to check it. Both install what they need first.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+HOST ?= 127.0.0.1
+PORT ?= 8000
+CHROMIUM := /usr/bin/chromium
+PG_URL ?= postgresql://postgres@127.0.0.1:5432
+
+.PHONY: install run test lint typecheck pytest pytest-postgres chromium bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+# Debian's chromium for the browser tests; skipped (with a message) where apt is not ours to use.
+chromium:
+	@if [ -x $(CHROMIUM) ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing Debian's chromium for the browser tests"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+			|| echo "chromium could not be installed: browser tests will be skipped"; \
+	else echo "no $(CHROMIUM) and no root: browser tests will be skipped"; fi
+
+run: install
+	$(BIN)/python manage.py migrate --no-input
+	$(BIN)/python manage.py ensure_admin
+	$(BIN)/python manage.py seed_demo
+	@trap 'kill 0' EXIT INT TERM; \
+	$(BIN)/python manage.py db_worker & \
+	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install
+	$(BIN)/mypy .
+
+pytest: install chromium
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
+
+# The whole suite again on a throwaway database of the local PostgreSQL, when one answers.
+pytest-postgres: install
+	@if $(BIN)/python scripts/pg_available.py "$(PG_URL)"; then \
+		db=ctxweb_test_$$$$; \
+		DATABASE_URL="$(PG_URL)/$$db" $(BIN)/python -m pytest -n 2 --dist loadgroup -m "not browser" \
+			-p no:cacheprovider; \
+	else echo "PostgreSQL not reachable at $(PG_URL): PostgreSQL run skipped"; fi
+
+test: lint typecheck pytest pytest-postgres
+
+bench: install
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b; done
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,94 @@
+"""The canonical message model (Anthropic-style dicts) and small helpers over it.
+
+A message is `{"role": "system"|"user"|"assistant", "content": str | [block, ...], ...}`;
+extra keys (`id`, `created_at`, `usage`, `is_meta`, ...) pass through the engine untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
+
+__all__ = [
+    "SUMMARY_KEY",
+    "SUMMARY_PREFIX",
+    "Block",
+    "Message",
+    "blocks_of",
+    "is_meta",
+    "is_summary_message",
+    "make_summary_message",
+    "message_text",
+    "tool_result_ids",
+    "tool_use_ids",
+]
+
+Message = dict[str, Any]
+Block = dict[str, Any]
+
+#: Extra key that marks a summary message made by a compaction; its value is metadata.
+SUMMARY_KEY: Final = "ctxweb_summary"
+#: First line of every summary message, so a summary is recognisable even when extra keys are
+#: stripped (for example after a round trip through a client that keeps only role and content).
+SUMMARY_PREFIX: Final = "[ctxweb summary of earlier conversation]"
+
+
+def blocks_of(message: Mapping[str, Any]) -> list[Block]:
+    """The content blocks of a message; string content is one text block."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)]
+    return []
+
+
+def tool_use_ids(message: Mapping[str, Any]) -> list[str]:
+    """Ids of the tool_use blocks in a message, in order."""
+    return [str(b.get("id")) for b in blocks_of(message) if b.get("type") == "tool_use"]
+
+
+def tool_result_ids(message: Mapping[str, Any]) -> list[str]:
+    """tool_use_ids answered by the tool_result blocks in a message, in order."""
+    return [str(b.get("tool_use_id")) for b in blocks_of(message) if b.get("type") == "tool_result"]
+
+
+def is_meta(message: Mapping[str, Any]) -> bool:
+    """True for injected bookkeeping messages (`is_meta`), which do not start a user round."""
+    return bool(message.get("is_meta") or message.get("isMeta"))
+
+
+def is_summary_message(message: Mapping[str, Any]) -> bool:
+    """True for a summary message produced by an earlier compaction."""
+    if SUMMARY_KEY in message:
+        return True
+    content = message.get("content")
+    if isinstance(content, list) and content and isinstance(content[0], dict):
+        content = content[0].get("text")
+    return isinstance(content, str) and content.startswith(SUMMARY_PREFIX)
+
+
+def make_summary_message(summary: str, **metadata: Any) -> Message:
+    """The user message that stands for a compacted span: the marked summary text."""
+    text = summary if summary.startswith(SUMMARY_PREFIX) else f"{SUMMARY_PREFIX}\n{summary}"
+    return {"role": "user", "content": text, SUMMARY_KEY: dict(metadata)}
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    """All readable text of a message (text, thinking, tool results), joined by newlines."""
+    return "\n".join(_block_texts(blocks_of(message)))
+
+
+def _block_texts(blocks: Sequence[Block]) -> Iterator[str]:
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "text":
+            yield str(block.get("text", ""))
+        elif kind == "thinking":
+            yield str(block.get("thinking", ""))
+        elif kind == "tool_result":
+            content = block.get("content")
+            if isinstance(content, str):
+                yield content
+            elif isinstance(content, list):
+                yield from _block_texts([b for b in content if isinstance(b, dict)])

@@ -1,0 +1,39 @@
+"""The summarizer protocol and the request it receives."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..messages import Message
+
+__all__ = ["Summarizer", "SummaryRequest"]
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """What to summarize and how: the middle messages, a token cap and optional guidance.
+
+    `messages` may hold earlier summary messages: a summarizer merges them into the new
+    summary (multi-level compaction) rather than nesting them.
+    `required_identifiers` lists identifiers a first summary lost (retention check): the
+    summarizer must keep them verbatim this time.
+    """
+
+    messages: Sequence[Message]
+    max_tokens: int = 1000
+    instructions: str | None = None
+    required_identifiers: tuple[str, ...] = ()
+    encoding: str | None = None
+
+
+class Summarizer(Protocol):
+    """Turns a span of messages into summary text, or raises SummaryError with a reason."""
+
+    @property
+    def name(self) -> str:
+        """Shown in the web app and stored with each compaction, e.g. `extractive`."""
+        ...
+
+    def summarize(self, request: SummaryRequest) -> str: ...

@@ -1,0 +1,178 @@
+"""Token counting with tiktoken, the engine's single source of counts (seed 002 §1.1).
+
+The vocabularies come from the `bpe-openai` wheel (gzipped official files), are unpacked
+once into a cache folder and loaded through `tiktoken.load.load_tiktoken_bpe` with
+tiktoken's own expected hashes, so no network is needed and integrity is still checked.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+from unittest import mock
+
+import tiktoken
+import tiktoken.load
+from tiktoken_ext import openai_public
+
+from .errors import UnknownEncodingError
+
+__all__ = [
+    "DEFAULT_ENCODING",
+    "ENCODINGS",
+    "IMAGE_TOKENS",
+    "count_text_tokens",
+    "count_tokens",
+    "get_encoding",
+    "message_token_counts",
+    "message_tokens",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_ENCODING: Final = "o200k_base"
+#: Encodings shipped by bpe-openai, with tiktoken's constructor for each.
+ENCODINGS: Final = {
+    "o200k_base": openai_public.o200k_base,
+    "cl100k_base": openai_public.cl100k_base,
+}
+#: Images and binary documents are counted at this fixed estimate: their pixels are not
+#: known here, and ~1,600 tokens is what Anthropic bills for a full-size image.
+IMAGE_TOKENS: Final = 1600
+
+_load_lock = threading.Lock()
+
+
+def _vocabulary_cache_dir() -> Path:
+    configured = os.environ.get("CTXWEB_TIKTOKEN_DIR")
+    return Path(configured) if configured else Path(tempfile.gettempdir()) / "ctxweb-tiktoken"
+
+
+def _unpacked_vocabulary(file_name: str) -> str:
+    """The path of `file_name` unpacked from the bpe-openai wheel, unpacking it once."""
+    target = _vocabulary_cache_dir() / file_name
+    if not target.exists():
+        packed = resources.files("bpe_openai.data").joinpath(f"{file_name}.gz")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        partial.write_bytes(gzip.decompress(packed.read_bytes()))
+        os.replace(partial, target)  # atomic: concurrent processes never see half a file
+    return str(target)
+
+
+def _offline_load(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+    file_name = url.rsplit("/", 1)[-1]
+    return tiktoken.load.load_tiktoken_bpe(_unpacked_vocabulary(file_name), expected_hash)
+
+
+@cache
+def get_encoding(name: str | None = None) -> tiktoken.Encoding:
+    """The tiktoken encoding `name` (default o200k_base), loaded offline and hash-checked."""
+    name = name or DEFAULT_ENCODING
+    constructor = ENCODINGS.get(name)
+    if constructor is None:
+        known = ", ".join(sorted(ENCODINGS))
+        raise UnknownEncodingError(f"unknown encoding {name!r}; known: {known}")
+    with _load_lock, mock.patch.object(openai_public, "load_tiktoken_bpe", _offline_load):
+        spec = constructor()
+    return tiktoken.Encoding(**spec)
+
+
+def count_text_tokens(text: str, encoding: str | None = None) -> int:
+    """Tokens of one string (special-token text is counted as ordinary text)."""
+    if not text:
+        return 0
+    return len(get_encoding(encoding).encode_ordinary(text))
+
+
+def message_tokens(message: Mapping[str, Any], encoding: str | None = None) -> int:
+    """Tokens of one message's content: the count the web app caches per message."""
+    pieces, fixed = _message_pieces(message)
+    enc = get_encoding(encoding)
+    return fixed + sum(len(tokens) for tokens in enc.encode_ordinary_batch(pieces))
+
+
+def message_token_counts(
+    messages: Sequence[Mapping[str, Any]], encoding: str | None = None
+) -> list[int]:
+    """Tokens of each message, in order (one batched encode for the whole list)."""
+    enc = get_encoding(encoding)
+    owners: list[int] = []
+    pieces: list[str] = []
+    counts = [0] * len(messages)
+    for index, message in enumerate(messages):
+        message_pieces, fixed = _message_pieces(message)
+        counts[index] += fixed
+        pieces.extend(message_pieces)
+        owners.extend([index] * len(message_pieces))
+    for owner, tokens in zip(owners, enc.encode_ordinary_batch(pieces), strict=True):
+        counts[owner] += len(tokens)
+    return counts
+
+
+def count_tokens(messages: Sequence[Mapping[str, Any]], *, encoding: str | None = None) -> int:
+    """Total tokens of all messages' blocks (seed 000 F-001); an empty list is 0."""
+    if not messages:
+        return 0
+    return sum(message_token_counts(messages, encoding))
+
+
+def _message_pieces(message: Mapping[str, Any]) -> tuple[list[str], int]:
+    """The texts to encode for a message, and the fixed-estimate tokens it also carries."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return ([content] if content else []), 0
+    pieces: list[str] = []
+    fixed = 0
+    if isinstance(content, list):
+        for piece in _block_pieces(content):
+            if isinstance(piece, int):
+                fixed += piece
+            else:
+                pieces.append(piece)
+    return pieces, fixed
+
+
+def _block_pieces(blocks: Iterable[Any]) -> Iterator[str | int]:
+    for block in blocks:
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        if kind == "text":
+            yield str(block.get("text") or "")
+        elif kind == "tool_use":
+            yield str(block.get("name") or "")
+            yield compact_json(block.get("input", {}))
+        elif kind == "tool_result":
+            content = block.get("content")
+            if isinstance(content, str):
+                yield content
+            elif isinstance(content, list):
+                yield from _block_pieces(content)
+        elif kind == "thinking":
+            yield str(block.get("thinking") or "")
+        elif kind == "redacted_thinking":
+            yield str(block.get("data") or "")
+        elif kind == "document" and _is_text_source(block):
+            yield str(block["source"].get("data") or "")
+        elif kind in {"image", "document"}:
+            yield IMAGE_TOKENS
+        else:
+            logger.warning("skipping unknown content block type %r in token count", kind)
+
+
+def _is_text_source(block: Mapping[str, Any]) -> bool:
+    source = block.get("source")
+    return isinstance(source, Mapping) and source.get("type") == "text"
+
+
+def compact_json(value: Any) -> str:
+    """JSON without spaces, as tool_use input is counted and truncated."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

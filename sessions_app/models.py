@@ -1,0 +1,357 @@
+"""Stored agent sessions: full history, runtime context, compaction points, profiles, API keys.
+
+`Message` is the append-only full history; `ContextEntry` is what the model sees now (seed
+001 REQ-3.3); a `Compaction` replaces a run of entries with one summary entry and archives
+the entries it replaced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from compaction import Policy
+
+_ratio = [MinValueValidator(0.0), MaxValueValidator(1.0)]
+
+
+class CompactionProfile(models.Model):
+    """A named policy, editable in the admin; read fresh on every compaction (REQ-3.5)."""
+
+    class SummarizerKind(models.TextChoices):
+        AUTO = "auto", "Anthropic when a key is configured, else extractive"
+        ANTHROPIC = "anthropic", "Anthropic Messages API"
+        EXTRACTIVE = "extractive", "Extractive (offline, deterministic)"
+
+    name = models.SlugField(max_length=64, unique=True)
+    description = models.TextField(blank=True)
+    is_default = models.BooleanField(default=False, help_text="Used when a session names none.")
+    summarizer = models.CharField(
+        max_length=16, choices=SummarizerKind.choices, default=SummarizerKind.AUTO
+    )
+    # Policy fields (compaction.Policy): same names, same defaults.
+    encoding = models.CharField(max_length=32, default="o200k_base")
+    context_limit = models.PositiveIntegerField(default=200_000)
+    trigger_ratio = models.FloatField(default=0.92, validators=_ratio)
+    hard_limit = models.PositiveIntegerField(null=True, blank=True)
+    safety_factor = models.FloatField(default=1.0, validators=[MinValueValidator(0.01)])
+    enabled = models.BooleanField(default=True)
+    tail_retention_ratio = models.FloatField(default=0.2, validators=_ratio)
+    keep_recent_messages = models.PositiveIntegerField(default=10)
+    summary_max_tokens = models.PositiveIntegerField(default=1000)
+    summary_model = models.CharField(max_length=128, blank=True)
+    max_retries = models.PositiveIntegerField(default=2)
+    retry_backoff_seconds = models.FloatField(default=1.0, validators=[MinValueValidator(0.0)])
+    summary_timeout_seconds = models.FloatField(default=30.0, validators=[MinValueValidator(0.1)])
+    steps = models.JSONField(default=list, blank=True)
+    tool_blocks_keep_recent = models.PositiveIntegerField(default=5)
+    tool_call_threshold = models.PositiveIntegerField(default=500)
+    tool_result_threshold = models.PositiveIntegerField(default=600)
+    preview_tokens = models.PositiveIntegerField(default=200)
+    dialogue_rounds_keep_min = models.PositiveIntegerField(default=12)
+    cooldown_seconds = models.FloatField(default=8.0, validators=[MinValueValidator(0.0)])
+    fold_max_tokens = models.PositiveIntegerField(default=10_000)
+    fold_merge_functions = models.BooleanField(default=True)
+    fold_max_line_span = models.PositiveIntegerField(default=100)
+    fold_seed = models.PositiveIntegerField(default=0)
+    smart_truncate_max_tokens = models.PositiveIntegerField(default=50_000)
+    middle_start = models.FloatField(default=1 / 6, validators=_ratio)
+    middle_end = models.FloatField(default=5 / 6, validators=_ratio)
+    file_view_tools = models.JSONField(default=list, blank=True)
+    offload_min_chars = models.PositiveIntegerField(default=100)
+    min_recall = models.FloatField(default=0.8, validators=_ratio)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    #: Model fields that map one to one onto compaction.Policy fields.
+    POLICY_FIELDS = (
+        "encoding",
+        "context_limit",
+        "trigger_ratio",
+        "hard_limit",
+        "safety_factor",
+        "enabled",
+        "tail_retention_ratio",
+        "keep_recent_messages",
+        "summary_max_tokens",
+        "summary_model",
+        "max_retries",
+        "retry_backoff_seconds",
+        "summary_timeout_seconds",
+        "steps",
+        "tool_blocks_keep_recent",
+        "tool_call_threshold",
+        "tool_result_threshold",
+        "preview_tokens",
+        "dialogue_rounds_keep_min",
+        "cooldown_seconds",
+        "fold_max_tokens",
+        "fold_merge_functions",
+        "fold_max_line_span",
+        "fold_seed",
+        "smart_truncate_max_tokens",
+        "middle_start",
+        "middle_end",
+        "file_view_tools",
+        "offload_min_chars",
+        "min_recall",
+    )
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def to_policy(self, *, context_limit: int | None = None) -> Policy:
+        """This profile as an engine Policy (raises compaction.PolicyError when invalid)."""
+        values: dict[str, Any] = {name: getattr(self, name) for name in self.POLICY_FIELDS}
+        values["summary_model"] = values["summary_model"] or None
+        for key in ("steps", "file_view_tools"):
+            if values[key]:
+                values[key] = tuple(values[key])
+            else:
+                del values[key]  # empty: the Policy default
+        if context_limit:
+            values["context_limit"] = context_limit
+        return Policy(name=self.name, **values)
+
+
+class Session(models.Model):
+    """One agent session: its full history, runtime context and compaction points."""
+
+    class SourceFormat(models.TextChoices):
+        API = "api", "API"
+        CLAUDE_CODE = "claude_code", "Claude Code"
+        CODEX = "codex", "Codex CLI"
+        OPENAI = "openai", "OpenAI chat"
+        ANTHROPIC = "anthropic", "Anthropic messages"
+        SWE_AGENT = "swe_agent", "SWE-agent"
+        OPENHANDS = "openhands", "OpenHands"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_sessions"
+    )
+    title = models.CharField(max_length=300, blank=True)
+    source_format = models.CharField(
+        max_length=16, choices=SourceFormat.choices, default=SourceFormat.API
+    )
+    external_id = models.CharField(max_length=200, blank=True, help_text="Id in the source tool.")
+    model = models.CharField(max_length=128, blank=True)
+    context_limit = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Overrides the profile's context limit."
+    )
+    profile = models.ForeignKey(
+        CompactionProfile, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="subagents"
+    )
+    parent_tool_use_id = models.CharField(max_length=200, blank=True)
+    raw_source = models.FileField(upload_to="sources/", blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    version = models.PositiveIntegerField(default=0, help_text="Optimistic lock.")
+    # Cached totals, kept current by sessions_app.services.
+    message_count = models.PositiveIntegerField(default=0)
+    history_tokens = models.PositiveBigIntegerField(default=0)
+    context_tokens = models.PositiveBigIntegerField(default=0)
+    context_entry_count = models.PositiveIntegerField(default=0)
+    compaction_count = models.PositiveIntegerField(default=0)
+    last_usage = models.JSONField(null=True, blank=True)
+    next_seq = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [models.Index(fields=["owner", "-updated_at"])]
+
+    def __str__(self) -> str:
+        return self.title or str(self.id)
+
+
+class Message(models.Model):
+    """One message of the full history; append-only, never edited by compaction."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
+    seq = models.PositiveIntegerField()
+    role = models.CharField(max_length=16)
+    content = models.JSONField()
+    extra = models.JSONField(default=dict, blank=True, help_text="Keys passed through untouched.")
+    token_count = models.PositiveIntegerField(default=0)
+    original_id = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["session", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "seq"], name="message_session_seq_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}#{self.seq} {self.role}"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The canonical engine message: role, content and the extra keys."""
+        return {**self.extra, "role": self.role, "content": self.content}
+
+
+class Compaction(models.Model):
+    """One compaction point: what it replaced, its summary, its stats and its archive."""
+
+    class Trigger(models.TextChoices):
+        AUTO = "auto"
+        MANUAL = "manual"
+        API = "api"
+        HARD_LIMIT = "hard_limit"
+        IMPORTED = "imported"
+
+    class Status(models.TextChoices):
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        REVERTED = "reverted"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="compactions")
+    number = models.PositiveIntegerField()
+    created_at = models.DateTimeField()
+    trigger = models.CharField(max_length=16, choices=Trigger.choices)
+    strategy = models.CharField(max_length=64, blank=True, help_text="Profile or steps that ran.")
+    summarizer = models.CharField(max_length=128, blank=True)
+    model = models.CharField(max_length=128, blank=True)
+    instructions = models.TextField(blank=True)
+    first_seq = models.PositiveIntegerField(null=True, blank=True)
+    last_seq = models.PositiveIntegerField(null=True, blank=True)
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="children",
+        help_text="The later compaction that re-summarized this one's summary.",
+    )
+    summary = models.TextField(blank=True)
+    tokens_before = models.PositiveBigIntegerField(default=0)
+    tokens_after = models.PositiveBigIntegerField(default=0)
+    messages_before = models.PositiveIntegerField(default=0)
+    messages_after = models.PositiveIntegerField(default=0)
+    compacted_message_count = models.PositiveIntegerField(default=0)
+    retained_message_count = models.PositiveIntegerField(default=0)
+    ratio = models.FloatField(null=True, blank=True)
+    recall = models.FloatField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.SUCCEEDED)
+    failure_reason = models.CharField(max_length=64, blank=True)
+    details = models.JSONField(default=dict, blank=True, help_text="Steps, events, import data.")
+    archive = models.FileField(upload_to="archives/", blank=True)
+
+    class Meta:
+        ordering = ["session", "number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "number"], name="compaction_session_number_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"Compaction #{self.number} of {self.session_id}"
+
+
+class ContextEntry(models.Model):
+    """One entry of the runtime context: an original message (maybe transformed) or a summary."""
+
+    class Kind(models.TextChoices):
+        MESSAGE = "message"
+        SUMMARY = "summary"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="context_entries")
+    position = models.PositiveIntegerField()
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.MESSAGE)
+    message = models.ForeignKey(
+        Message, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    compaction = models.ForeignKey(
+        Compaction, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    role = models.CharField(max_length=16)
+    content = models.JSONField(null=True, blank=True, help_text="Null: the message's content.")
+    extra = models.JSONField(default=dict, blank=True)
+    token_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["session", "position"]
+        indexes = [models.Index(fields=["session", "position"])]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}@{self.position} {self.kind}"
+
+
+class CompactionJob(models.Model):
+    """A background compaction: status, phase events and errors, shown by /api/jobs/{id}."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="jobs")
+    task_id = models.CharField(max_length=64, blank=True, db_index=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    phase = models.CharField(max_length=32, blank=True)
+    events = models.JSONField(default=list, blank=True)
+    params = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    compaction = models.ForeignKey(
+        Compaction, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"Job {self.id} ({self.status})"
+
+
+class ApiKey(models.Model):
+    """A REST API key: only its SHA-256 hash is stored; the key is shown once, at creation."""
+
+    PREFIX = "ctx_"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=100, blank=True)
+    lookup = models.CharField(max_length=16, unique=True, editable=False)
+    key_hash = models.CharField(max_length=64, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.PREFIX}{self.lookup}… ({self.user})"
+
+    @staticmethod
+    def hash_key(key: str) -> str:
+        """The stored form of a key."""
+        return hashlib.sha256(key.encode()).hexdigest()
+
+    @classmethod
+    def issue(cls, user: Any, name: str = "") -> tuple[ApiKey, str]:
+        """Create a key for `user`; returns the row and the plain key (shown only now)."""
+        lookup = secrets.token_hex(6)
+        key = f"{cls.PREFIX}{lookup}_{secrets.token_urlsafe(32)}"
+        row = cls.objects.create(user=user, name=name, lookup=lookup, key_hash=cls.hash_key(key))
+        return row, key
