@@ -4,10 +4,19 @@ Count tokens, decide when to compact, and reduce an Anthropic-style message list
 summarizing its middle, pruning old tool output, offloading large results to files and
 truncating as a last resort. Everything the engine needs (summarizer, blob store, clock,
 policy) is passed in.
+
+    from compaction import Policy, compact_messages
+
+    result = compact_messages(messages, Policy.preset("balanced"), archive_dir="var/archives")
+    if result.compacted:
+        messages = result.messages
 """
 
+from . import errors
 from .blobstore import BlobStore, LocalBlobStore
 from .clock import Clock, SystemClock
+from .compact import compact_messages
+from .compactor import Compactor
 from .errors import (
     ArchiveError,
     BlobStoreError,
@@ -18,8 +27,13 @@ from .errors import (
     SummaryError,
     UnknownEncodingError,
 )
-from .messages import Message, is_summary_message
-from .policy import PRESETS, Policy
+from .folding import fold_file, fold_files
+from .hard_truncate import hard_truncate
+from .messages import Message, is_summary_message, make_summary_message
+from .offload import offload_tool_results
+from .partition import partition, should_compact
+from .policy import PRESETS, STEPS, Policy
+from .prune import prune_tool_blocks
 from .results import (
     CompactionEvent,
     CompactResult,
@@ -30,12 +44,21 @@ from .results import (
     StepReport,
     TruncateResult,
 )
-from .summarizers.base import Summarizer, SummaryRequest
+from .smart_truncate import smart_truncate
+from .summarizers import (
+    AnthropicSummarizer,
+    ExtractiveSummarizer,
+    ScriptedSummarizer,
+    Summarizer,
+    SummaryRequest,
+)
 from .tokens import count_tokens, get_encoding, message_token_counts, message_tokens
 from .validation import ensure_valid, validate_messages
 
 __all__ = [
     "PRESETS",
+    "STEPS",
+    "AnthropicSummarizer",
     "ArchiveError",
     "BlobStore",
     "BlobStoreError",
@@ -44,6 +67,8 @@ __all__ = [
     "CompactStats",
     "CompactionError",
     "CompactionEvent",
+    "Compactor",
+    "ExtractiveSummarizer",
     "InvalidMessagesError",
     "LocalBlobStore",
     "Message",
@@ -53,6 +78,7 @@ __all__ = [
     "PolicyError",
     "Problem",
     "PruneResult",
+    "ScriptedSummarizer",
     "StepReport",
     "Summarizer",
     "SummaryError",
@@ -60,11 +86,22 @@ __all__ = [
     "SystemClock",
     "TruncateResult",
     "UnknownEncodingError",
+    "compact_messages",
     "count_tokens",
     "ensure_valid",
+    "errors",
+    "fold_file",
+    "fold_files",
     "get_encoding",
+    "hard_truncate",
     "is_summary_message",
+    "make_summary_message",
     "message_token_counts",
     "message_tokens",
+    "offload_tool_results",
+    "partition",
+    "prune_tool_blocks",
+    "should_compact",
+    "smart_truncate",
     "validate_messages",
 ]

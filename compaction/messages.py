@@ -16,9 +16,12 @@ __all__ = [
     "Message",
     "blocks_of",
     "is_meta",
+    "is_safe_cut",
     "is_summary_message",
     "make_summary_message",
     "message_text",
+    "round_starts",
+    "starts_round",
     "tool_result_ids",
     "tool_use_ids",
 ]
@@ -92,3 +95,26 @@ def _block_texts(blocks: Sequence[Block]) -> Iterator[str]:
                 yield content
             elif isinstance(content, list):
                 yield from _block_texts([b for b in content if isinstance(b, dict)])
+
+
+def is_safe_cut(messages: Sequence[Mapping[str, Any]], index: int) -> bool:
+    """True when cutting the list before `index` separates no tool_use from its tool_result.
+
+    In a valid list a tool_result always sits in the message right after its tool_use, so a
+    cut is safe unless the message at `index` answers tool calls.
+    """
+    if index <= 0 or index >= len(messages):
+        return True
+    return not tool_result_ids(messages[index])
+
+
+def starts_round(message: Mapping[str, Any]) -> bool:
+    """True for a real user turn: a user message with text, not meta and not only tool results."""
+    if message.get("role") != "user" or is_meta(message) or is_summary_message(message):
+        return False
+    return any(block.get("type") != "tool_result" for block in blocks_of(message))
+
+
+def round_starts(messages: Sequence[Mapping[str, Any]]) -> list[int]:
+    """Indexes of the messages that start a user round (seed 004 §3), oldest first."""
+    return [index for index, message in enumerate(messages) if starts_round(message)]

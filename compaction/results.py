@@ -32,6 +32,7 @@ FailureReason = Literal[
 
 EventPhase = Literal[
     "compaction_start",
+    "offload_done",
     "selective_start",
     "selective_done",
     "summary_start",
@@ -157,4 +158,7 @@ class PruneResult:
     tool_blocks_dropped: int = 0
     tool_calls_truncated: int = 0
     tool_results_truncated: int = 0
+    #: Input messages removed whole (they held nothing but dropped tool blocks).
     dropped_messages: list[Message] = field(default_factory=list)
+    #: Input messages kept in a changed form (blocks dropped or cut), as they were.
+    changed_messages: list[Message] = field(default_factory=list)

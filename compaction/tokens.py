@@ -97,25 +97,23 @@ def count_text_tokens(text: str, encoding: str | None = None) -> int:
 def message_tokens(message: Mapping[str, Any], encoding: str | None = None) -> int:
     """Tokens of one message's content: the count the web app caches per message."""
     pieces, fixed = _message_pieces(message)
-    enc = get_encoding(encoding)
-    return fixed + sum(len(tokens) for tokens in enc.encode_ordinary_batch(pieces))
+    encode = get_encoding(encoding).encode_ordinary
+    return fixed + sum(len(encode(piece)) for piece in pieces)
 
 
 def message_token_counts(
     messages: Sequence[Mapping[str, Any]], encoding: str | None = None
 ) -> list[int]:
-    """Tokens of each message, in order (one batched encode for the whole list)."""
-    enc = get_encoding(encoding)
-    owners: list[int] = []
-    pieces: list[str] = []
-    counts = [0] * len(messages)
-    for index, message in enumerate(messages):
-        message_pieces, fixed = _message_pieces(message)
-        counts[index] += fixed
-        pieces.extend(message_pieces)
-        owners.extend([index] * len(message_pieces))
-    for owner, tokens in zip(owners, enc.encode_ordinary_batch(pieces), strict=True):
-        counts[owner] += len(tokens)
+    """Tokens of each message, in order.
+
+    One `encode_ordinary` per piece: on 2 shared cores this measured about twice as fast as
+    tiktoken's threaded `encode_ordinary_batch` (bench/tokens.py).
+    """
+    encode = get_encoding(encoding).encode_ordinary
+    counts = []
+    for message in messages:
+        pieces, fixed = _message_pieces(message)
+        counts.append(fixed + sum(len(encode(piece)) for piece in pieces))
     return counts
 
 

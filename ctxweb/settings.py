@@ -2,13 +2,16 @@
 
 Environment variables: CTXWEB_DATA_DIR, DATABASE_URL, DJANGO_DEBUG, DJANGO_SECRET_KEY,
 DJANGO_ALLOWED_HOSTS, CTXWEB_MAX_BODY_BYTES, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL,
-CTXWEB_SUMMARY_MODEL, CTXWEB_TOKEN_ENCODING.
+CTXWEB_SUMMARY_MODEL, CTXWEB_TOKEN_ENCODING, CTXWEB_STORAGE_BACKEND, CTXWEB_STORAGE_OPTIONS
+(docs/deployment.md lists them all).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -24,6 +27,20 @@ def env_bool(name: str, default: bool) -> bool:
 def env_list(name: str, default: str) -> list[str]:
     """A comma-separated environment variable as a list of non-empty items."""
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def env_json(name: str) -> dict[str, Any]:
+    """A JSON-object environment variable ({} when unset); anything else is a startup error."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as error:
+        raise RuntimeError(f"{name} is not valid JSON: {error}") from error
+    if not isinstance(value, dict):
+        raise RuntimeError(f"{name} must be a JSON object")
+    return value
 
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -48,13 +65,15 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
+    # sessions_app before django_tasks_db: its db_worker command (with the job reaper) wins.
+    "sessions_app",
     "django_tasks",
     "django_tasks_db",
-    "sessions_app",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "sessions_app.middleware.BodySizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -103,6 +122,18 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# The cache counts failed API authentications. Per process by default; with several web
+# processes use one they share: django.core.cache.backends.db.DatabaseCache (location: a
+# table made by `manage.py createcachetable`) or ...filebased.FileBasedCache (a folder).
+CACHES = {
+    "default": {
+        "BACKEND": os.environ.get(
+            "CTXWEB_CACHE_BACKEND", "django.core.cache.backends.locmem.LocMemCache"
+        ),
+        "LOCATION": os.environ.get("CTXWEB_CACHE_LOCATION", "ctxweb"),
+    }
+}
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -123,14 +154,18 @@ STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "staticfiles"
 
+# Archives, offloaded tool results and uploaded sources go through the default storage:
+# a folder of CTXWEB_DATA_DIR unless CTXWEB_STORAGE_BACKEND names another Django storage
+# class, configured by the JSON object CTXWEB_STORAGE_OPTIONS (docs/deployment.md has an S3
+# example: django-storages' S3Storage; boto3 reads AWS_* credentials from the environment).
 STORAGES = {
     "default": {
         "BACKEND": os.environ.get(
             "CTXWEB_STORAGE_BACKEND", "django.core.files.storage.FileSystemStorage"
         ),
-        "OPTIONS": {"location": str(DATA_DIR / "blobs")}
-        if "CTXWEB_STORAGE_BACKEND" not in os.environ
-        else {},
+        "OPTIONS": env_json("CTXWEB_STORAGE_OPTIONS")
+        if "CTXWEB_STORAGE_BACKEND" in os.environ
+        else {"location": str(DATA_DIR / "blobs")},
     },
     "staticfiles": {
         "BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"
@@ -179,6 +214,11 @@ CTXWEB_TOKEN_ENCODING = os.environ.get("CTXWEB_TOKEN_ENCODING", "o200k_base")
 CTXWEB_SUMMARY_MODEL = os.environ.get("CTXWEB_SUMMARY_MODEL", "")
 ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
 ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")
+# Background jobs (docs/deployment.md): heartbeat of a running job, when a silent one counts
+# as lost, and how often each `manage.py db_worker` looks for lost jobs.
+CTXWEB_JOB_HEARTBEAT_SECONDS = float(os.environ.get("CTXWEB_JOB_HEARTBEAT_SECONDS", "5"))
+CTXWEB_JOB_STALE_SECONDS = float(os.environ.get("CTXWEB_JOB_STALE_SECONDS", "60"))
+CTXWEB_REAPER_INTERVAL_SECONDS = float(os.environ.get("CTXWEB_REAPER_INTERVAL_SECONDS", "30"))
 CTXWEB_SAMPLES_DIR = Path(
     os.environ.get("CTXWEB_SAMPLES_DIR", BASE_DIR.parent / "shared" / "samples")
 )

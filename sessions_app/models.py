@@ -8,6 +8,7 @@ the entries it replaced.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import secrets
 import uuid
 from typing import Any
@@ -117,8 +118,14 @@ class CompactionProfile(models.Model):
                 values[key] = tuple(values[key])
             else:
                 del values[key]  # empty: the Policy default
-        if context_limit:
+        if context_limit and context_limit != self.context_limit:
             values["context_limit"] = context_limit
+            if self.hard_limit is not None:
+                # An absolute hard limit belongs to the profile's context limit: scale it.
+                values["hard_limit"] = max(
+                    round(self.hard_limit * context_limit / self.context_limit),
+                    int(context_limit * self.trigger_ratio),
+                )
         return Policy(name=self.name, **values)
 
 
@@ -157,6 +164,18 @@ class Session(models.Model):
     raw_source = models.FileField(upload_to="sources/", blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     version = models.PositiveIntegerField(default=0, help_text="Optimistic lock.")
+    context_revision = models.PositiveIntegerField(
+        default=0,
+        help_text="Bumped when existing context entries change (compaction, revert, offload); "
+        "appends only add entries and leave it alone.",
+    )
+    next_position = models.PositiveIntegerField(default=0)
+    cooldown_until = models.DateTimeField(
+        null=True, blank=True, help_text="Automatic compaction is skipped until then."
+    )
+    compaction_failures = models.PositiveIntegerField(
+        default=0, help_text="Consecutive failed automatic compactions."
+    )
     # Cached totals, kept current by sessions_app.services.
     message_count = models.PositiveIntegerField(default=0)
     history_tokens = models.PositiveBigIntegerField(default=0)
@@ -227,6 +246,10 @@ class Compaction(models.Model):
     instructions = models.TextField(blank=True)
     first_seq = models.PositiveIntegerField(null=True, blank=True)
     last_seq = models.PositiveIntegerField(null=True, blank=True)
+    first_position = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Context positions of the entries it replaced."
+    )
+    last_position = models.PositiveIntegerField(null=True, blank=True)
     parent = models.ForeignKey(
         "self",
         null=True,
@@ -319,6 +342,7 @@ class CompactionJob(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "heartbeat_at"])]
 
     def __str__(self) -> str:
         return f"Job {self.id} ({self.status})"
@@ -343,15 +367,46 @@ class ApiKey(models.Model):
     def __str__(self) -> str:
         return f"{self.PREFIX}{self.lookup}… ({self.user})"
 
+    @property
+    def is_active(self) -> bool:
+        """False once revoked."""
+        return self.revoked_at is None
+
     @staticmethod
     def hash_key(key: str) -> str:
         """The stored form of a key."""
         return hashlib.sha256(key.encode()).hexdigest()
 
     @classmethod
+    def new_key(cls) -> tuple[str, str]:
+        """A fresh (lookup, plain key) pair: `ctx_<lookup>_<secret>`."""
+        lookup = secrets.token_hex(6)
+        return lookup, f"{cls.PREFIX}{lookup}_{secrets.token_urlsafe(32)}"
+
+    @classmethod
+    def lookup_of(cls, key: str) -> str | None:
+        """The lookup part of a presented key, or None when it is not shaped like one."""
+        if not key.startswith(cls.PREFIX):
+            return None
+        lookup, sep, secret = key[len(cls.PREFIX) :].partition("_")
+        if not sep or not secret or len(lookup) != 12:
+            return None
+        return lookup
+
+    def set_key(self) -> str:
+        """Give this (unsaved) row a new key; returns the plain key, shown only now."""
+        self.lookup, key = self.new_key()
+        self.key_hash = self.hash_key(key)
+        return key
+
+    def matches(self, key: str) -> bool:
+        """Constant-time comparison of a presented key with the stored hash."""
+        return hmac.compare_digest(self.key_hash, self.hash_key(key))
+
+    @classmethod
     def issue(cls, user: Any, name: str = "") -> tuple[ApiKey, str]:
         """Create a key for `user`; returns the row and the plain key (shown only now)."""
-        lookup = secrets.token_hex(6)
-        key = f"{cls.PREFIX}{lookup}_{secrets.token_urlsafe(32)}"
-        row = cls.objects.create(user=user, name=name, lookup=lookup, key_hash=cls.hash_key(key))
+        row = cls(user=user, name=name)
+        key = row.set_key()
+        row.save()
         return row, key

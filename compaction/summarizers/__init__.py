@@ -1,0 +1,19 @@
+"""Summarizers: what turns a span of messages into summary text."""
+
+from .anthropic import AnthropicSummarizer
+from .base import Summarizer, SummaryRequest
+from .extractive import ExtractiveSummarizer
+from .prompt import SECTIONS, SYSTEM_PROMPT, build_user_prompt, serialize_transcript
+from .scripted import ScriptedSummarizer
+
+__all__ = [
+    "SECTIONS",
+    "SYSTEM_PROMPT",
+    "AnthropicSummarizer",
+    "ExtractiveSummarizer",
+    "ScriptedSummarizer",
+    "Summarizer",
+    "SummaryRequest",
+    "build_user_prompt",
+    "serialize_transcript",
+]

@@ -1,0 +1,340 @@
+"""Benchmark: importing a large Claude Code session file (issue 5): MB/s and peak memory.
+
+Writes a synthetic Claude Code JSONL of at least 200 MB into a temporary folder: rounds of a
+user prompt, a streamed response (thinking, text and two parallel tool calls on one line
+each, as Claude Code writes them), two tool results with their `toolUseResult` data (a
+few KB each, as big file reads and command outputs are), hook attachments and progress lines,
+a rewind every 500 rounds and an agent compaction (boundary and summary) every 2,000 rounds.
+Then, each in a fresh child process so the peak resident memory is its own:
+
+1. parse: `sessions_app.importers.parse` (two streamed passes; messages spill to a
+   temporary file past a few MB), iterating every message once;
+2. store: `sessions_app.importing.import_file` into a throwaway SQLite database (parse,
+   token counts, Message/ContextEntry/Compaction rows, archives, the raw file kept).
+
+Run: .venv/bin/python bench/import.py [--size-mb 200] [--skip-store]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+SESSION = "bench-0000-0000-0000-000000000000"
+
+
+def _line(record: dict[str, Any]) -> str:
+    return json.dumps(record, separators=(",", ":")) + "\n"
+
+
+def _base(kind: str, uuid: str, parent: str | None, when: int, **extra: Any) -> dict[str, Any]:
+    return {
+        "parentUuid": parent,
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": "/home/dev/project",
+        "sessionId": SESSION,
+        "version": "2.1.0",
+        "gitBranch": "main",
+        "type": kind,
+        "uuid": uuid,
+        "timestamp": f"2025-11-{1 + when // 86400 % 28:02d}T{when // 3600 % 24:02d}:"
+        f"{when // 60 % 60:02d}:{when % 60:02d}.000Z",
+        **extra,
+    }
+
+
+def _payload(round_: int, call: int, size: int) -> str:
+    lines = [
+        f"{n:>6}\tdef handler_{round_}_{call}_{n}(request, *args):  # returns the value for row {n}"
+        for n in range(1, size // 80)
+    ]
+    return "\n".join(lines)
+
+
+def generate(path: Path, size_mb: int) -> tuple[int, int]:
+    """Write the synthetic session; returns (bytes, lines)."""
+    target = size_mb * 1024 * 1024
+    written = lines = 0
+    parent: str | None = None
+    when = 0
+    with open(path, "w", encoding="utf-8") as out:
+
+        def emit(record: dict[str, Any]) -> str:
+            nonlocal written, lines, parent, when
+            text = _line(record)
+            out.write(text)
+            written += len(text.encode())
+            lines += 1
+            when += 7
+            return str(record.get("uuid", parent))
+
+        emit({"type": "permission-mode", "permissionMode": "default", "sessionId": SESSION})
+        round_ = 0
+        while written < target:
+            round_ += 1
+            prompt = f"u{round_}"
+            fork_parent = parent
+            emit(
+                _base(
+                    "user",
+                    prompt,
+                    parent,
+                    when,
+                    message={
+                        "role": "user",
+                        "content": f"Step {round_}: look at module {round_ % 97}.",
+                    },
+                )
+            )
+            if round_ % 500 == 0:  # a rewind: this attempt is abandoned, retried below
+                emit(
+                    _base(
+                        "assistant",
+                        f"x{round_}",
+                        prompt,
+                        when,
+                        message=_reply(round_, "x", [_text("abandoned")]),
+                    )
+                )
+                prompt = f"u{round_}b"
+                emit(
+                    _base(
+                        "user",
+                        prompt,
+                        fork_parent,
+                        when,
+                        message={"role": "user", "content": "Try again."},
+                    )
+                )
+            mid = f"msg_{round_:07d}"
+            thinking = {
+                "type": "thinking",
+                "thinking": f"Round {round_}: read both files.",
+                "signature": "c2ln",
+            }
+            last = emit(
+                _base(
+                    "assistant",
+                    f"a{round_}t",
+                    prompt,
+                    when,
+                    message=_reply(round_, mid, [thinking]),
+                )
+            )
+            last = emit(
+                _base(
+                    "assistant",
+                    f"a{round_}x",
+                    last,
+                    when,
+                    message=_reply(round_, mid, [_text("Reading the files.")]),
+                )
+            )
+            calls = []
+            for call in (1, 2):
+                tool_id = f"toolu_{round_:07d}_{call}"
+                use = {
+                    "type": "tool_use",
+                    "id": tool_id,
+                    "name": "Read",
+                    "input": {"file_path": f"/src/m{round_}_{call}.py"},
+                }
+                last = emit(
+                    _base(
+                        "assistant",
+                        f"a{round_}c{call}",
+                        last,
+                        when,
+                        message=_reply(round_, mid, [use]),
+                    )
+                )
+                calls.append((tool_id, last))
+            result_parent = last
+            for call, (tool_id, call_line) in enumerate(calls, start=1):
+                body = _payload(round_, call, 4000 + (round_ * 997 + call * 131) % 5000)
+                result_parent = emit(
+                    _base(
+                        "user",
+                        f"r{round_}_{call}",
+                        call_line,
+                        when,
+                        message={
+                            "role": "user",
+                            "content": [
+                                {"type": "tool_result", "tool_use_id": tool_id, "content": body}
+                            ],
+                        },
+                        toolUseResult={
+                            "type": "text",
+                            "file": {"filePath": f"/src/m{round_}_{call}.py", "content": body},
+                        },
+                    )
+                )
+                result_parent = emit(
+                    _base(
+                        "attachment",
+                        f"h{round_}_{call}",
+                        result_parent,
+                        when,
+                        attachment={
+                            "type": "hook_success",
+                            "hookName": "PostToolUse",
+                            "content": "",
+                        },
+                    )
+                )
+            emit(
+                {
+                    "parentUuid": result_parent,
+                    "type": "progress",
+                    "uuid": f"p{round_}",
+                    "data": {"type": "hook_progress"},
+                    "sessionId": SESSION,
+                }
+            )
+            parent = emit(
+                _base(
+                    "assistant",
+                    f"a{round_}f",
+                    result_parent,
+                    when,
+                    message=_reply(round_, f"{mid}f", [_text(f"Done with step {round_}.")]),
+                )
+            )
+            if round_ % 2000 == 0:
+                boundary = emit(
+                    _base(
+                        "system",
+                        f"b{round_}",
+                        None,
+                        when,
+                        subtype="compact_boundary",
+                        logicalParentUuid=parent,
+                        content="Conversation compacted",
+                        compactMetadata={"trigger": "auto", "preTokens": 160000},
+                    )
+                )
+                parent = emit(
+                    _base(
+                        "user",
+                        f"s{round_}",
+                        boundary,
+                        when,
+                        isCompactSummary=True,
+                        message={"role": "user", "content": f"Summary of steps up to {round_}."},
+                    )
+                )
+    return written, lines
+
+
+def _text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+def _reply(round_: int, mid: str, content: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "id": mid,
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-bench",
+        "content": content,
+        "usage": {"input_tokens": 1000 + round_, "output_tokens": 50},
+    }
+
+
+# -- measurements (child processes) ------------------------------------------------------------
+
+
+def _child(mode: str, path: Path) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT))
+    if mode == "store":
+        os.environ["CTXWEB_DATA_DIR"] = tempfile.mkdtemp(prefix="ctxweb-bench-import-")
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ctxweb.settings")
+        import django
+
+        django.setup()
+        from django.contrib.auth import get_user_model
+        from django.core.management import call_command
+
+        from compaction import get_encoding
+
+        call_command("migrate", verbosity=0)
+        get_encoding()  # load the vocabulary before timing
+        owner = get_user_model().objects.create_user("bench")
+        from sessions_app.importing import import_file
+
+        baseline = _rss_mb()
+        started = time.perf_counter()
+        report = import_file(owner, path)
+        elapsed = time.perf_counter() - started
+        counts = report.counts
+    else:
+        from sessions_app.importers import parse
+
+        baseline = _rss_mb()
+        started = time.perf_counter()
+        session = parse(path)
+        messages = sum(1 for _ in session.messages)  # read every message back once
+        elapsed = time.perf_counter() - started
+        counts = {**session.counts(), "iterated": messages}
+        session.close()
+    return {"seconds": elapsed, "baseline_mb": baseline, "peak_mb": _rss_mb(), "counts": counts}
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
+
+
+def _measure(mode: str, path: Path) -> dict[str, Any]:
+    output = subprocess.run(
+        [sys.executable, __file__, "--child", mode, str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    result: dict[str, Any] = json.loads(output.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size-mb", type=int, default=200)
+    parser.add_argument("--skip-store", action="store_true")
+    parser.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(_child(args.child[0], Path(args.child[1]))))
+        return
+    with tempfile.TemporaryDirectory(prefix="ctxweb-bench-import-") as folder:
+        path = Path(folder) / f"{SESSION}.jsonl"
+        started = time.perf_counter()
+        size, lines = generate(path, args.size_mb)
+        megabytes = size / 1024 / 1024
+        python = platform.python_version()
+        print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {python}")
+        took = time.perf_counter() - started
+        print(f"input: {megabytes:.0f} MB, {lines:,} lines (written in {took:.0f} s)")
+        for mode in ("parse", "store") if not args.skip_store else ("parse",):
+            result = _measure(mode, path)
+            rate = megabytes / result["seconds"]
+            print(
+                f"{mode}: {result['seconds']:.1f} s, {rate:.1f} MB/s, "
+                f"peak RSS {result['peak_mb']:.0f} MB "
+                f"(after imports {result['baseline_mb']:.0f} MB), "
+                f"counts {result['counts']}"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""File views: tool calls that show a file's content (Read, read_file, view_file, ...).
+
+A tool_use is a file view when its name is one of `policy.file_view_tools`, its input names
+a file (`file_path`, `path`, `filename` or `notebook_path`) and, for editor tools with a
+`command` input, the command is `view`. Its result's text is the file's source, once the
+line-number prefixes that Read-style tools add (`     12→code`, `    12\tcode` as `cat -n`
+prints) are stripped: when at least half of the non-blank lines carry such a prefix, only
+those lines are kept (without it), and the first number is the slice's first line. That also
+drops banners such as "Here's the result of running `cat -n`" and trailing reminders.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from .folding import SourceFile
+from .messages import blocks_of
+from .policy import Policy
+
+__all__ = [
+    "PATH_KEYS",
+    "file_view_path",
+    "file_view_sources",
+    "result_text",
+    "strip_line_numbers",
+]
+
+#: tool_use input keys that name the file a view shows, in order of preference.
+PATH_KEYS: Final = ("file_path", "path", "filename", "notebook_path")
+_NUMBERED: Final = re.compile(r"^ *(\d{1,9})(?:→|\t)(.*)$")
+
+
+def file_view_path(block: Mapping[str, Any], tools: Sequence[str]) -> str | None:
+    """The path a tool_use block views, or None when it is not a file view."""
+    if block.get("type") != "tool_use" or block.get("name") not in tools:
+        return None
+    arguments = block.get("input")
+    if not isinstance(arguments, Mapping):
+        return None
+    command = arguments.get("command")
+    if command is not None and command != "view":
+        return None
+    for key in PATH_KEYS:
+        value = arguments.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def result_text(content: Any) -> str:
+    """The text of a tool_result content: the string, or its text blocks joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [
+            str(b.get("text", ""))
+            for b in content
+            if isinstance(b, Mapping) and b.get("type") == "text"
+        ]
+        return "\n".join(texts)
+    return ""
+
+
+def strip_line_numbers(text: str) -> tuple[str, int]:
+    """The source inside a numbered listing and its first line number (see module doc).
+
+    Text that is not mostly numbered lines is returned unchanged, starting at line 1.
+    """
+    lines = text.splitlines()
+    matches = [_NUMBERED.match(line) for line in lines]
+    numbered = [m for m in matches if m is not None]
+    non_blank = sum(1 for line in lines if line.strip())
+    if not numbered or len(numbered) * 2 < non_blank:
+        return text, 1
+    source = "\n".join(m.group(2) for m in numbered)
+    return source + "\n", max(int(numbered[0].group(1)), 1)
+
+
+def file_view_sources(
+    messages: Sequence[Mapping[str, Any]], policy: Policy | None = None
+) -> list[SourceFile]:
+    """Every file view of a history as a SourceFile (path, stripped source, first line).
+
+    Useful to fold the files an agent looked at, for example into a summary (seed 002 §2.5).
+    """
+    tools = (policy or Policy()).file_view_tools
+    paths: dict[str, str] = {}
+    files: list[SourceFile] = []
+    for message in messages:
+        for block in blocks_of(message):
+            path = file_view_path(block, tools)
+            if path is not None:
+                paths[str(block.get("id"))] = path
+            elif block.get("type") == "tool_result" and not block.get("is_error"):
+                viewed = paths.pop(str(block.get("tool_use_id")), None)
+                if viewed is not None:
+                    source, first_line = strip_line_numbers(result_text(block.get("content")))
+                    files.append(SourceFile(viewed, source, first_line))
+    return files

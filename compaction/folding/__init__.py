@@ -1,0 +1,191 @@
+"""File folding (seed 002 §2): outlines of class, interface and function names.
+
+Each file becomes one `<system-reminder>` block::
+
+    <system-reminder>
+    Folded src/app.py (240 lines, names only)
+    fn load, save L1-38
+    class Store L40-180
+    interface Reader L182-200
+    fn main L202-240
+    </system-reminder>
+
+Classes and interfaces (and the other class-like kinds a language has: struct, enum, trait,
+impl, record) are one line each with their line range; their bodies are never shown, so a
+class's methods are not listed. Runs of function names share a line (see
+`outline.outline_lines`). Files are parsed with tree-sitter, chosen by extension (Python,
+JavaScript, TypeScript/TSX, Go, Rust, Java, C, C++, C#, Ruby, PHP); other files get a regex
+outline of definition lines (Markdown: its headings) or, failing that, their first lines.
+
+The whole output is held to `policy.fold_max_tokens` (see `budget`): counted once; when over,
+a seeded random batch of outline lines is dropped in one go and the result counted once more.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from ..policy import Policy
+from .budget import TokenMeter, plan_drops
+from .languages import LANGUAGES, LanguageSpec, language_for_path
+from .outline import Entry, outline_entries, outline_lines
+
+__all__ = [
+    "LANGUAGES",
+    "FoldResult",
+    "LanguageSpec",
+    "SourceFile",
+    "fold",
+    "fold_file",
+    "fold_files",
+    "language_for_path",
+]
+
+
+_REMINDER_TAG = re.compile(r"<(/?\s*system-reminder)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file to fold; `first_line` is the file line number of `source`'s first line."""
+
+    path: str
+    source: str
+    first_line: int = 1
+
+
+FileInput = Mapping[str, str] | Iterable[tuple[str, str] | SourceFile]
+
+
+@dataclass(frozen=True)
+class FoldResult:
+    """The folded text and how it was made to fit the budget.
+
+    `tokens` is exact after a drop; otherwise it is the sum of the output's lines counted
+    separately, which is never below the exact count and almost always equal to it.
+    """
+
+    text: str
+    tokens: int
+    budget: int
+    drop_ratio: float
+    batch_size: int
+    lines: int
+    dropped_lines: int
+    files: int
+    tiktoken_passes: int
+
+
+def fold_file(path: str, source: str, *, policy: Policy | None = None, first_line: int = 1) -> str:
+    """The folded outline of one file, in its `<system-reminder>` block."""
+    return fold([SourceFile(path, source, first_line)], policy=policy).text
+
+
+def fold_files(files: FileInput, *, policy: Policy | None = None) -> str:
+    """The folded outlines of several files (a mapping or (path, source) pairs)."""
+    return fold(files, policy=policy).text
+
+
+def fold(files: FileInput, *, policy: Policy | None = None) -> FoldResult:
+    """Fold `files` within `policy.fold_max_tokens`, with at most two tiktoken passes."""
+    policy = policy or Policy()
+    folded = [_FoldedFile.of(item, policy) for item in _source_files(files)]
+    meter = TokenMeter(policy.encoding)
+    fixed_pieces = [piece for file in folded for piece in file.fixed_pieces()]
+    line_pieces = [f"{line}\n" for file in folded for line in file.lines]
+    counts = meter.count(fixed_pieces + line_pieces)
+    fixed_tokens = sum(counts[: len(fixed_pieces)])
+    line_tokens = counts[len(fixed_pieces) :]
+    plan = plan_drops(line_tokens, fixed_tokens, policy.fold_max_tokens, policy.fold_seed)
+    text = _render(folded, plan.drop)
+    tokens = fixed_tokens + sum(line_tokens)
+    if plan.drop:
+        tokens = meter.count([text])[0]
+    return FoldResult(
+        text=text,
+        tokens=tokens,
+        budget=policy.fold_max_tokens,
+        drop_ratio=plan.drop_ratio,
+        batch_size=plan.batch_size,
+        lines=len(line_pieces),
+        dropped_lines=len(plan.drop),
+        files=len(folded),
+        tiktoken_passes=meter.passes,
+    )
+
+
+def _source_files(files: FileInput) -> list[SourceFile]:
+    if isinstance(files, Mapping):
+        return [SourceFile(str(path), str(source)) for path, source in files.items()]
+    result: list[SourceFile] = []
+    for item in files:
+        if isinstance(item, SourceFile):
+            result.append(item)
+        else:
+            path, source = item
+            result.append(SourceFile(str(path), str(source)))
+    return result
+
+
+@dataclass(frozen=True)
+class _FoldedFile:
+    header: str
+    lines: list[str]
+
+    @classmethod
+    def of(cls, file: SourceFile, policy: Policy) -> _FoldedFile:
+        entries = outline_entries(file.path, file.source, first_line=file.first_line)
+        lines = outline_lines(
+            entries,
+            merge_functions=policy.fold_merge_functions,
+            max_line_span=policy.fold_max_line_span,
+        )
+        header = _header(file, _describe(file.path, entries))
+        return cls(_neutralize(header), [_neutralize(line) for line in lines])
+
+    def fixed_pieces(self) -> list[str]:
+        return [f"<system-reminder>\n{self.header}\n", "</system-reminder>\n"]
+
+
+def _describe(path: str, entries: list[Entry]) -> str:
+    if entries and all(entry.kind == "excerpt" for entry in entries):
+        return "first lines only"
+    if path.lower().endswith((".md", ".markdown")):
+        return "headings only"
+    return "names only"
+
+
+def _header(file: SourceFile, description: str) -> str:
+    path = " ".join(file.path.split())  # one line, whatever the path holds
+    count = file.source.count("\n") + (0 if file.source.endswith("\n") else 1)
+    if not file.source:
+        count = 0
+    if file.first_line == 1:
+        extent = f"{count} lines"
+    else:
+        extent = f"lines {file.first_line}-{file.first_line + max(count, 1) - 1}"
+    return f"Folded {path} ({extent}, {description})"
+
+
+def _neutralize(text: str) -> str:
+    """Paths, headings and excerpts are untrusted: they must not open or close a block."""
+    return _REMINDER_TAG.sub(r"&lt;\1", text)
+
+
+def _render(files: list[_FoldedFile], drop: frozenset[int]) -> str:
+    blocks: list[str] = []
+    index = 0
+    for file in files:
+        kept: list[str] = []
+        for line in file.lines:
+            if index not in drop:
+                kept.append(line)
+            index += 1
+        omitted = len(file.lines) - len(kept)
+        if omitted:
+            kept.append(f"({omitted} of {len(file.lines)} lines omitted to fit the fold budget)")
+        body = "\n".join([file.header, *kept])
+        blocks.append(f"<system-reminder>\n{body}\n</system-reminder>")
+    return "\n".join(blocks)

@@ -1,0 +1,138 @@
+"""The trigger check and the head / middle / tail partition (seed 000 F-002, F-003).
+
+Head: the leading system messages. Tail: the newest messages, scanned from the end until
+their tokens reach the tail budget (the message that crosses it is kept whole), at least
+`keep_recent_messages` of them, and, when selective pruning is in the chain, the newest
+`dialogue_rounds_keep_min` user rounds (seed 004 §3). The tail never starts on a
+tool_result, so a tool_use is never separated from its result. Middle: what lies between.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .messages import Message, is_safe_cut, round_starts
+from .policy import Policy
+from .results import Partition
+from .tokens import count_tokens, message_token_counts
+from .validation import ensure_valid
+
+__all__ = ["leading_system_count", "partition", "should_compact", "split_points"]
+
+
+def should_compact(messages: Sequence[Message], policy: Policy | None = None) -> bool:
+    """True when the tokens, scaled by the safety factor, reach the trigger threshold.
+
+    An empty list is never compacted, nor is anything when the policy is disabled; a count
+    exactly at the threshold triggers (seed 000 F-002, `>=`).
+    """
+    policy = policy or Policy()
+    ensure_valid(messages)
+    if not messages or not policy.enabled:
+        return False
+    return policy.scaled(count_tokens(messages, encoding=policy.encoding)) >= policy.threshold
+
+
+def partition(
+    messages: Sequence[Message],
+    policy: Policy | None = None,
+    *,
+    token_counts: Sequence[int] | None = None,
+) -> Partition:
+    """Split `messages` into head, middle and tail (new lists holding the same dicts).
+
+    `token_counts` (one per message, e.g. cached by the web app) saves a re-count.
+    """
+    policy = policy or Policy()
+    ensure_valid(messages)
+    head_end, tail_start = split_points(messages, policy, token_counts=token_counts)
+    return Partition(
+        head=list(messages[:head_end]),
+        middle=list(messages[head_end:tail_start]),
+        tail=list(messages[tail_start:]),
+    )
+
+
+def leading_system_count(messages: Sequence[Mapping[str, Any]]) -> int:
+    """How many messages at the start are system messages (the head)."""
+    count = 0
+    for message in messages:
+        if message.get("role") != "system":
+            break
+        count += 1
+    return count
+
+
+def split_points(
+    messages: Sequence[Mapping[str, Any]],
+    policy: Policy,
+    *,
+    token_counts: Sequence[int] | None = None,
+) -> tuple[int, int]:
+    """`(head_end, tail_start)`: the middle is `messages[head_end:tail_start]`.
+
+    The input is assumed valid (callers validate first).
+    """
+    counts = (
+        list(token_counts)
+        if token_counts is not None
+        else message_token_counts(messages, policy.encoding)
+    )
+    if len(counts) != len(messages):
+        raise ValueError("token_counts must hold one count per message")
+    head_end = leading_system_count(messages)
+    start = _budget_start(counts, head_end, policy.tail_retention_tokens)
+    start = max(head_end, min(start, len(messages) - policy.keep_recent_messages))
+    if "selective" in policy.steps and policy.dialogue_rounds_keep_min > 0:
+        start = _protect_rounds(messages, counts, head_end, start, policy)
+    return head_end, _safe_start(messages, head_end, start)
+
+
+def _budget_start(counts: Sequence[int], head_end: int, budget: int) -> int:
+    """Scan from the end until the tail's tokens reach `budget`; the last one stays whole."""
+    total = 0
+    index = len(counts)
+    while index > head_end:
+        index -= 1
+        total += counts[index]
+        if total >= budget:
+            break
+    return index
+
+
+def _protect_rounds(
+    messages: Sequence[Mapping[str, Any]],
+    counts: Sequence[int],
+    head_end: int,
+    start: int,
+    policy: Policy,
+) -> int:
+    """Move the tail start back to cover the newest user rounds (seed 004 §3).
+
+    Protection never makes compaction pointless: a round is only pulled into the tail while
+    head + summary + tail stay under the trigger threshold, so a history whose newest rounds
+    alone are over the threshold still gets its older rounds compacted.
+    """
+    rounds = [index for index in round_starts(messages) if index >= head_end]
+    protected = [index for index in rounds[-policy.dialogue_rounds_keep_min :] if index < start]
+    if not protected:
+        return start
+    fixed = sum(counts[:head_end]) + policy.summary_max_tokens
+    tail_tokens = sum(counts[start:])
+    chosen = start
+    cursor = start
+    for round_start in reversed(protected):
+        tail_tokens += sum(counts[round_start:cursor])
+        cursor = round_start
+        if policy.scaled(fixed + tail_tokens) >= policy.threshold:
+            break
+        chosen = round_start
+    return chosen
+
+
+def _safe_start(messages: Sequence[Mapping[str, Any]], head_end: int, start: int) -> int:
+    """Move the tail start earlier until it splits no tool pair (never on a tool_result)."""
+    while start > head_end and not is_safe_cut(messages, start):
+        start -= 1
+    return start

@@ -1,0 +1,174 @@
+"""Selective pruning of old tool blocks (seed 004 §2 and §3).
+
+A tool block is an assistant message's tool_use blocks plus the tool_results answering them
+in the next message. The newest `tool_blocks_keep_recent` blocks are kept; older blocks are
+dropped whole. In kept blocks, tool_use inputs over `tool_call_threshold` tokens and
+tool_result contents over `tool_result_threshold` tokens are cut to their first
+`preview_tokens` tokens plus `[TRUNCATED original~N tokens]`.
+
+Decisions where the seed is silent:
+- Dropping a block removes its tool_use and tool_result blocks only. Text (and images or
+  documents) in the same messages stays, so prune never removes user or assistant text, in
+  any round. A message is removed when nothing but thinking blocks would be left.
+- A cut tool_use input becomes `{"_truncated": "<preview of its compact JSON>\n[TRUNCATED
+  original~N tokens]"}` so `input` stays an object. A cut tool_result content becomes a
+  string (text of its text blocks, then the marker); `is_error` and other keys are kept.
+  N counts the compact JSON of the input, or the result content as `count_tokens` does.
+  A cut that would not lower the count is not made.
+- Round protection (§3): `protected_start` gives the index where the newest
+  `dialogue_rounds_keep_min` rounds begin (a round starts at a real user message, never at
+  an `is_meta` one). Only messages before it take part in user/assistant compression (the
+  summary step); prune itself never drops user or assistant text, which honours the
+  protection everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .messages import Block, Message, round_starts
+from .policy import Policy
+from .preview import token_preview
+from .results import PruneResult
+from .tokens import compact_json, count_text_tokens, message_tokens
+from .toolpairs import ToolBlock, rebuild_message, tool_blocks
+from .validation import ensure_valid
+
+__all__ = ["protected_start", "prune_tool_blocks"]
+
+
+def protected_start(messages: Sequence[Mapping[str, Any]], rounds: int) -> int:
+    """Index of the first message of the newest `rounds` user rounds (seed 004 §3).
+
+    `len(messages)` when `rounds` is 0 (nothing protected); 0 when the history has no more
+    than `rounds` rounds (everything protected).
+    """
+    if rounds <= 0:
+        return len(messages)
+    starts = round_starts(messages)
+    if len(starts) <= rounds:
+        return 0
+    return starts[-rounds]
+
+
+def prune_tool_blocks(messages: Sequence[Message], policy: Policy | None = None) -> PruneResult:
+    """Keep the newest tool blocks, drop older ones whole, cut big fields of kept ones.
+
+    Raises InvalidMessagesError for a history that is not a valid request. The input is
+    never modified; untouched messages keep their identity in the new list.
+    """
+    policy = policy or Policy()
+    ensure_valid(list(messages))
+    blocks = tool_blocks(messages)
+    keep_count = min(policy.tool_blocks_keep_recent, len(blocks))
+    kept = blocks[len(blocks) - keep_count :]
+    dropped = blocks[: len(blocks) - keep_count]
+    pruner = _Pruner(policy)
+    replacements: dict[int, Message | None] = {}
+    for block in dropped:
+        _drop_block(messages, block, replacements)
+    for block in kept:
+        pruner.cut_block(messages, block, replacements)
+    result: list[Message] = []
+    removed: list[Message] = []
+    changed: list[Message] = []
+    for index, message in enumerate(messages):
+        new = replacements.get(index, message)
+        if new is None:
+            removed.append(message)
+        else:
+            result.append(new)
+            if new is not message:
+                changed.append(message)
+    return PruneResult(
+        messages=result,
+        tool_blocks_kept=len(kept),
+        tool_blocks_dropped=len(dropped),
+        tool_calls_truncated=pruner.calls_cut,
+        tool_results_truncated=pruner.results_cut,
+        dropped_messages=removed,
+        changed_messages=changed,
+    )
+
+
+def _drop_block(
+    messages: Sequence[Message], block: ToolBlock, replacements: dict[int, Message | None]
+) -> None:
+    def without_calls(item: Block) -> Block | None:
+        return None if item.get("type") == "tool_use" else item
+
+    def without_results(item: Block) -> Block | None:
+        is_answer = item.get("type") == "tool_result" and item.get("tool_use_id") in block.ids
+        return None if is_answer else item
+
+    replacements[block.call_index] = rebuild_message(messages[block.call_index], without_calls)
+    replacements[block.result_index] = rebuild_message(
+        messages[block.result_index], without_results
+    )
+
+
+@dataclass
+class _Pruner:
+    """Cuts the big fields of kept blocks and counts what it cut."""
+
+    policy: Policy
+    calls_cut: int = 0
+    results_cut: int = 0
+    _encoding: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._encoding = self.policy.encoding
+
+    def cut_block(
+        self,
+        messages: Sequence[Message],
+        block: ToolBlock,
+        replacements: dict[int, Message | None],
+    ) -> None:
+        replacements[block.call_index] = rebuild_message(messages[block.call_index], self._cut_call)
+        replacements[block.result_index] = rebuild_message(
+            messages[block.result_index], self._cut_result
+        )
+
+    def _cut_call(self, item: Block) -> Block:
+        if item.get("type") != "tool_use":
+            return item
+        arguments = compact_json(item.get("input", {}))
+        tokens = count_text_tokens(arguments, self._encoding)
+        if tokens <= self.policy.tool_call_threshold:
+            return item
+        preview = token_preview(arguments, self.policy.preview_tokens, tokens, self._encoding)
+        new_input = {"_truncated": preview}
+        if count_text_tokens(compact_json(new_input), self._encoding) >= tokens:
+            return item
+        self.calls_cut += 1
+        return {**item, "input": new_input}
+
+    def _cut_result(self, item: Block) -> Block:
+        if item.get("type") != "tool_result":
+            return item
+        tokens = message_tokens({"content": [item]}, self._encoding)
+        if tokens <= self.policy.tool_result_threshold:
+            return item
+        preview = token_preview(
+            _result_text(item.get("content")), self.policy.preview_tokens, tokens, self._encoding
+        )
+        if count_text_tokens(preview, self._encoding) >= tokens:
+            return item
+        self.results_cut += 1
+        return {**item, "content": preview}
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [
+            str(b.get("text", ""))
+            for b in content
+            if isinstance(b, Mapping) and b.get("type") == "text"
+        ]
+        return "\n".join(texts)
+    return ""

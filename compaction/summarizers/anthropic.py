@@ -1,0 +1,135 @@
+"""`AnthropicSummarizer`: summaries from a Messages API model through the official SDK.
+
+The SDK's own retries are off (`max_retries=0`): `compact_messages` retries with its own
+backoff and counts attempts, so a retry is never hidden inside one attempt. No tools are
+offered. Every outcome that is not usable text becomes a SummaryError with a stable reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Sequence
+from typing import Any, Final
+
+import anthropic
+
+from ..errors import SummaryError
+from .base import SummaryRequest
+from .prompt import SYSTEM_PROMPT, build_user_prompt
+
+__all__ = ["DEFAULT_TIMEOUT_SECONDS", "RETRYABLE_STATUS_CODES", "AnthropicSummarizer"]
+
+logger = logging.getLogger("compaction")
+
+DEFAULT_TIMEOUT_SECONDS: Final = 30.0
+#: Statuses worth another attempt: rate limits, timeouts, conflicts, server errors, overload.
+RETRYABLE_STATUS_CODES: Final = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+_THINKING_TYPES: Final = frozenset({"thinking", "redacted_thinking"})
+
+
+class AnthropicSummarizer:
+    """Summaries from an Anthropic-compatible Messages API.
+
+    `api_key` and `base_url` default to ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL.
+    `max_tokens`, when given, replaces the request's cap (the policy's summary_max_tokens,
+    1000 by default). `client` lets a caller pass a ready `anthropic.Anthropic`.
+    """
+
+    name: Final = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        max_tokens: int | None = None,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: anthropic.Anthropic | None = None,
+    ) -> None:
+        if not model:
+            raise ValueError("AnthropicSummarizer needs a model name")
+        self.model = model
+        self.max_tokens = max_tokens
+        self.timeout = timeout
+        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        self._client = client or anthropic.Anthropic(
+            api_key=api_key or os.environ.get("ANTHROPIC_API_KEY") or None,
+            base_url=self.base_url,
+            timeout=timeout,
+            max_retries=0,
+        )
+
+    def summarize(self, request: SummaryRequest) -> str:
+        """One Messages API call; the summary text, or SummaryError with a reason."""
+        max_tokens = self.max_tokens or request.max_tokens
+        logger.info(
+            "requesting summary of %d messages from %s",
+            len(request.messages),
+            self.model,
+            extra={"model": self.model, "max_tokens": max_tokens},
+        )
+        started = time.monotonic()
+        try:
+            response = self._client.messages.create(
+                model=self.model,
+                max_tokens=max_tokens,
+                system=SYSTEM_PROMPT,
+                messages=[{"role": "user", "content": build_user_prompt(request)}],
+                timeout=self.timeout,
+            )
+        except anthropic.APITimeoutError as error:
+            raise SummaryError("timeout", f"no answer within {self.timeout} s") from error
+        except anthropic.APIConnectionError as error:
+            raise SummaryError("api_error", f"connection failed: {error}") from error
+        except anthropic.APIStatusError as error:
+            raise SummaryError(
+                "api_error",
+                f"HTTP {error.status_code}: {error.message}",
+                retryable=error.status_code in RETRYABLE_STATUS_CODES,
+            ) from error
+        except anthropic.AnthropicError as error:  # credentials, bad response shape, ...
+            raise SummaryError("api_error", str(error), retryable=False) from error
+        elapsed_ms = round((time.monotonic() - started) * 1000)
+        stop_reason = getattr(response, "stop_reason", None)
+        usage = getattr(response, "usage", None)
+        logger.info(
+            "summary answer from %s in %d ms (stop_reason %s)",
+            self.model,
+            elapsed_ms,
+            stop_reason,
+            extra={
+                "model": self.model,
+                "duration_ms": elapsed_ms,
+                "stop_reason": stop_reason,
+                "input_tokens": getattr(usage, "input_tokens", None),
+                "output_tokens": getattr(usage, "output_tokens", None),
+            },
+        )
+        return summary_text(getattr(response, "content", None), stop_reason)
+
+
+def summary_text(content: Sequence[Any] | None, stop_reason: str | None) -> str:
+    """The text of a Messages API answer, or the SummaryError naming why there is none."""
+    if content is None:
+        raise SummaryError("content_none", "the answer's content is null")
+    kinds = [getattr(block, "type", None) for block in content]
+    texts = [
+        str(getattr(block, "text", "") or "")
+        for block in content
+        if getattr(block, "type", None) == "text"
+    ]
+    text = "\n".join(texts).strip()
+    if text:
+        if stop_reason == "max_tokens":
+            logger.warning("summary was cut at max_tokens; keeping the partial text")
+        return text
+    if stop_reason == "max_tokens":
+        raise SummaryError("max_tokens_no_content", "max_tokens reached before any text")
+    if not kinds:
+        raise SummaryError("content_none", "the answer has no content blocks")
+    if all(kind in _THINKING_TYPES for kind in kinds):
+        raise SummaryError("thinking_only_no_content", "the answer holds only thinking blocks")
+    raise SummaryError("empty_summary", "the answer's text is empty")

@@ -1,0 +1,76 @@
+"""Tool blocks (an assistant message's tool calls plus their results) and block removal.
+
+Shared by the strategies that take tool calls out of a history (prune, smart truncation):
+they find the blocks here and rebuild messages without some of their content blocks, so a
+removed call always takes its result with it and no message is left empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .messages import Block, Message, tool_use_ids
+
+__all__ = ["ToolBlock", "rebuild_message", "tool_blocks"]
+
+#: Blocks that keep a message worth sending on their own. Thinking blocks do not: without
+#: the text or tool calls they led to they are noise (and the API ties them to tool use).
+_SUBSTANTIVE: Final = frozenset({"text", "tool_use", "tool_result", "image", "document"})
+
+
+@dataclass(frozen=True)
+class ToolBlock:
+    """One tool block (seed 004 §2.1): the assistant message at `call_index` with tool calls
+    `ids`, answered by tool results in the message at `result_index` (its next message)."""
+
+    call_index: int
+    result_index: int
+    ids: frozenset[str]
+
+
+def tool_blocks(messages: Sequence[Mapping[str, Any]]) -> list[ToolBlock]:
+    """The tool blocks of a valid history, oldest first."""
+    blocks: list[ToolBlock] = []
+    for index, message in enumerate(messages):
+        if message.get("role") != "assistant":
+            continue
+        ids = tool_use_ids(message)
+        if ids:
+            blocks.append(ToolBlock(index, index + 1, frozenset(ids)))
+    return blocks
+
+
+def rebuild_message(message: Message, replace: Callable[[Block], Block | None]) -> Message | None:
+    """`message` with each content block passed through `replace` (None drops the block).
+
+    Returns the message itself when nothing changed (identity is kept), None when nothing
+    substantive is left (the message should go), else a new message with the same extra keys.
+    String content has no blocks to replace and is returned as is.
+    """
+    content = message.get("content")
+    if not isinstance(content, list):
+        return message
+    changed = False
+    kept: list[Any] = []
+    for block in content:
+        new = replace(block) if isinstance(block, dict) else block
+        if new is not block:
+            changed = True
+        if new is not None:
+            kept.append(new)
+    if not changed:
+        return message
+    if not any(_is_substantive(block) for block in kept):
+        return None
+    return {**message, "content": kept}
+
+
+def _is_substantive(block: Any) -> bool:
+    if not isinstance(block, Mapping) or block.get("type") not in _SUBSTANTIVE:
+        return False
+    if block.get("type") == "text":
+        text = block.get("text")
+        return isinstance(text, str) and bool(text.strip())
+    return True

@@ -1,0 +1,33 @@
+"""gunicorn settings for ctxweb in production: `gunicorn -c ctxweb/gunicorn.conf.py`.
+
+Everything comes from the environment (docs/deployment.md has the table):
+CTXWEB_BIND (default 127.0.0.1:8000, behind a reverse proxy), CTXWEB_WEB_WORKERS (default
+2 x cores + 1), CTXWEB_WEB_THREADS (1), CTXWEB_WEB_TIMEOUT (60 s: a synchronous compaction
+calls the summary model), CTXWEB_ACCESS_LOG (`-`: stdout; empty: off) and
+CTXWEB_LOG_LEVEL. Background compactions run in `manage.py db_worker` processes, not here.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+
+wsgi_app = "ctxweb.wsgi:application"
+
+bind = os.environ.get("CTXWEB_BIND", "127.0.0.1:8000").split(",")
+workers = int(os.environ.get("CTXWEB_WEB_WORKERS", str(multiprocessing.cpu_count() * 2 + 1)))
+threads = int(os.environ.get("CTXWEB_WEB_THREADS", "1"))
+timeout = int(os.environ.get("CTXWEB_WEB_TIMEOUT", "60"))
+graceful_timeout = 30
+keepalive = 5
+# Recycle workers now and then so a slow leak cannot grow without bound.
+max_requests = int(os.environ.get("CTXWEB_WEB_MAX_REQUESTS", "2000"))
+max_requests_jitter = max_requests // 10
+
+accesslog = os.environ.get("CTXWEB_ACCESS_LOG", "-") or None
+access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms "%(a)s"'
+errorlog = "-"
+loglevel = os.environ.get("CTXWEB_LOG_LEVEL", "info").lower()
+
+# The proxy in front terminates TLS and sets X-Forwarded-Proto (SECURE_PROXY_SSL_HEADER).
+forwarded_allow_ips = os.environ.get("CTXWEB_FORWARDED_ALLOW_IPS", "127.0.0.1,::1")

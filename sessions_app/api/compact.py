@@ -1,0 +1,75 @@
+"""`POST /api/compact`: stateless compaction; messages in, compacted messages out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Router
+
+from compaction import Policy, PolicyError, count_tokens
+from compaction.compact import compact_messages
+
+from ..services.context import system_text
+from ..services.policies import profile_for, summarizer_for
+from ..services.sessions import system_message
+from .common import errors
+from .schemas import StatelessCompactIn, StatelessCompactOut
+
+router = Router(tags=["compact"])
+
+
+@router.post("/compact", response={200: StatelessCompactOut, **errors(400, 403, 413, 422)})
+def compact(request: HttpRequest, payload: StatelessCompactIn) -> dict[str, Any]:
+    """Compact `messages` (after an optional `system`) with a profile and policy overrides."""
+    profile = profile_for(None, payload.profile)
+    policy = _policy(profile.to_policy(), payload.policy)
+    messages = list(payload.messages)
+    if payload.system not in (None, ""):
+        messages = [system_message(payload.system), *messages]
+    result = compact_messages(
+        messages,
+        policy,
+        summarizer=summarizer_for(profile),
+        instructions=payload.instructions,
+        force=payload.force,
+        trigger="api",
+    )
+    head = 0
+    while head < len(result.messages) and result.messages[head].get("role") == "system":
+        head += 1
+    return {
+        "system": system_text(result.messages[:head]),
+        "messages": result.messages[head:],
+        "compacted": result.compacted,
+        "reason": result.reason,
+        "summary": result.summary,
+        "summarizer": result.summarizer,
+        "stats": result.stats.to_dict(),
+        "tokens_before": count_tokens(messages, encoding=policy.encoding),
+        "tokens_after": count_tokens(result.messages, encoding=policy.encoding),
+        "events": [event.to_dict() for event in result.events],
+        "steps": [
+            {
+                "step": r.step,
+                "ran": r.ran,
+                "changed": r.changed,
+                "tokens_before": r.tokens_before,
+                "tokens_after": r.tokens_after,
+                "detail": dict(r.detail),
+            }
+            for r in result.steps
+        ],
+    }
+
+
+def _policy(base: Policy, overrides: dict[str, Any] | None) -> Policy:
+    """`base` with the caller's overrides; a bad field is a 422 naming `policy.<field>`."""
+    if not overrides:
+        return base
+    try:
+        return Policy.from_dict({**base.to_dict(), **overrides})
+    except PolicyError as error:
+        raise PolicyError(f"policy.{error.field}", str(error).split(": ", 1)[-1]) from None
+    except TypeError as error:
+        raise PolicyError("policy", str(error)) from None

@@ -1,0 +1,151 @@
+"""`/api/sessions/{id}/compactions`: compact now, list, read with originals, revert."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpRequest
+from ninja import Query, Router, Schema
+from pydantic import Field
+
+from ..models import Compaction
+from ..services.compacting import CompactionOutcome, compact_session
+from ..services.jobs import enqueue_compaction
+from ..services.policies import profile_for
+from ..services.reverting import read_archive, revert_compaction
+from .common import errors, owned_session
+from .pagination import InvalidCursor, decode_cursor, encode_cursor, page_limit
+from .schemas import (
+    CompactIn,
+    CompactionDetailOut,
+    CompactionListOut,
+    CompactionOut,
+    CompactionResultOut,
+    JobQueuedOut,
+)
+from .serializers import compaction_dicts
+
+router = Router(tags=["compactions"])
+
+
+class CompactionListQuery(Schema):
+    cursor: str | None = Field(None, max_length=500)
+    limit: int | None = Field(None, ge=1, le=500)
+    status: str | None = Field(None, max_length=16)
+
+
+@router.post(
+    "/{session_id}/compactions",
+    response={
+        200: CompactionResultOut,
+        201: CompactionResultOut,
+        202: JobQueuedOut,
+        **errors(400, 403, 409, 413, 422, 503),
+    },
+)
+def compact(
+    request: HttpRequest, session_id: str, payload: CompactIn
+) -> tuple[int, dict[str, Any]]:
+    """Compact now: optional profile and instructions, a dry run, a caller-written summary
+    (the agent's compress_context) or `background: true` (202 with a job id)."""
+    session = owned_session(request, session_id)
+    profile = profile_for(session, payload.profile)
+    if payload.background and not payload.dry_run:
+        job = enqueue_compaction(
+            session,
+            params={
+                "trigger": "api",
+                "profile": profile.name if profile.pk else None,
+                "instructions": payload.instructions,
+                "summary": payload.summary,
+            },
+        )
+        return 202, {"job_id": job.pk, "status": job.status, "url": f"/api/jobs/{job.pk}"}
+    outcome = compact_session(
+        session,
+        trigger=Compaction.Trigger.API,
+        profile=profile,
+        instructions=payload.instructions,
+        summary=payload.summary,
+        dry_run=payload.dry_run,
+    )
+    status = 201 if outcome.compacted and not outcome.dry_run else 200
+    return status, outcome_dict(outcome)
+
+
+def outcome_dict(outcome: CompactionOutcome) -> dict[str, Any]:
+    """A compaction request's outcome, with the stored compaction's fields on top."""
+    stored = compaction_dicts([outcome.compaction])[0] if outcome.compaction else None
+    return {
+        "compacted": outcome.compacted,
+        "dry_run": outcome.dry_run,
+        "reason": outcome.reason,
+        "preview": outcome.preview,
+        "number": stored["number"] if stored else None,
+        "parent": stored["parent"] if stored else None,
+        "status": stored["status"] if stored else None,
+        "trigger": stored["trigger"] if stored else None,
+        "created_at": stored["created_at"] if stored else None,
+        "compaction": stored,
+    }
+
+
+@router.get("/{session_id}/compactions", response={200: CompactionListOut, **errors(422)})
+def list_compactions(
+    request: HttpRequest, session_id: str, query: Query[CompactionListQuery]
+) -> dict[str, Any]:
+    """Every compaction point of the session (failed and reverted ones too), oldest first."""
+    session = owned_session(request, session_id)
+    compactions = Compaction.objects.filter(session=session).order_by("number")
+    if query.status:
+        compactions = compactions.filter(status=query.status)
+    position = decode_cursor(query.cursor)
+    if position is not None:
+        try:
+            compactions = compactions.filter(number__gt=int(position["n"]))
+        except (KeyError, TypeError, ValueError):
+            raise InvalidCursor() from None
+    limit = page_limit(query.limit)
+    page = list(compactions[: limit + 1])
+    more = len(page) > limit
+    page = page[:limit]
+    return {
+        "items": compaction_dicts(page),
+        "next": encode_cursor({"n": page[-1].number}) if more else None,
+    }
+
+
+@router.get(
+    "/{session_id}/compactions/{number}", response={200: CompactionDetailOut, **errors(422, 503)}
+)
+def read_compaction(request: HttpRequest, session_id: str, number: int) -> dict[str, Any]:
+    """One compaction point with its archived originals (the exact entries it replaced)."""
+    compaction = _compaction(request, session_id, number)
+    data = compaction_dicts([compaction])[0]
+    document = read_archive(compaction) if compaction.archive else {}
+    return {
+        **data,
+        "details": compaction.details,
+        "originals": document.get("entries", []),
+        "transformed": document.get("transformed", []),
+    }
+
+
+@router.post(
+    "/{session_id}/compactions/{number}/revert",
+    response={200: CompactionOut, **errors(403, 409, 422, 503)},
+)
+def revert(request: HttpRequest, session_id: str, number: int) -> dict[str, Any]:
+    """Undo a compaction; only the newest over a region (else 409 naming which first)."""
+    session = owned_session(request, session_id)
+    _compaction(request, session_id, number)
+    reverted = revert_compaction(session, number)
+    return compaction_dicts([reverted])[0]
+
+
+def _compaction(request: HttpRequest, session_id: str, number: int) -> Compaction:
+    session = owned_session(request, session_id)
+    compaction = Compaction.objects.filter(session=session, number=number).first()
+    if compaction is None:
+        raise Http404("no such compaction")
+    return compaction

@@ -1,0 +1,54 @@
+"""`/api/sessions/{id}/context`, `/context/prepare`, `/check` and `/offload`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from ninja import Router
+from ninja.params.functions import Body as body_param
+
+from ..services.auto import prepare_context
+from ..services.context import Format, check, context_json
+from ..services.offloading import offload_session
+from ..services.policies import profile_for
+from .common import errors, owned_session
+from .schemas import CheckIn, CheckOut, ContextOut, OffloadIn, OffloadOut, PrepareOut
+
+router = Router(tags=["context"])
+
+#: An optional JSON body (absent is the same as `{}`).
+_OPTIONAL_BODY: Any = body_param(None)
+
+
+@router.get("/{session_id}/context", response={200: ContextOut, **errors(422)})
+def context(request: HttpRequest, session_id: str, format: Format = "anthropic") -> HttpResponse:
+    """The runtime context as Anthropic `{system, messages}` (or an OpenAI chat array)."""
+    body = context_json(owned_session(request, session_id), format)
+    return HttpResponse(body, content_type="application/json")
+
+
+@router.post("/{session_id}/context/prepare", response={200: PrepareOut, **errors(403, 422)})
+def prepare(request: HttpRequest, session_id: str, format: Format = "anthropic") -> dict[str, Any]:
+    """The pre-LLM-call check: compact first when over the threshold, then the context."""
+    return prepare_context(owned_session(request, session_id), fmt=format)
+
+
+@router.post("/{session_id}/check", response={200: CheckOut, **errors(400, 403, 422)})
+def check_session(
+    request: HttpRequest, session_id: str, payload: CheckIn | None = _OPTIONAL_BODY
+) -> dict[str, Any]:
+    """`{should_compact, tokens, threshold, limit, usage}` from the cached token counts."""
+    session = owned_session(request, session_id)
+    name = payload.profile if payload is not None else None
+    profile = profile_for(session, name) if name else None
+    return check(session, profile)
+
+
+@router.post("/{session_id}/offload", response={200: OffloadOut, **errors(400, 403, 409, 422)})
+def offload(
+    request: HttpRequest, session_id: str, payload: OffloadIn | None = _OPTIONAL_BODY
+) -> dict[str, Any]:
+    """Write large tool results to files; the runtime context keeps references."""
+    session = owned_session(request, session_id)
+    return offload_session(session, min_chars=payload.min_chars if payload else None)

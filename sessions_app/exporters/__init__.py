@@ -1,0 +1,53 @@
+"""Exporters: canonical messages to Anthropic JSON, OpenAI chat JSON or Markdown. No Django.
+
+`export_messages(messages, fmt, title=...)` returns the body with its media type and file
+extension; `to_anthropic`, `to_openai` and `to_markdown` give the structures themselves.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .anthropic import clean_block, to_anthropic
+from .markdown import to_markdown
+from .openai import to_openai
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "Export",
+    "clean_block",
+    "export_messages",
+    "to_anthropic",
+    "to_markdown",
+    "to_openai",
+]
+
+#: Export format name -> (media type, file extension).
+EXPORT_FORMATS: Final = {
+    "anthropic": ("application/json", "json"),
+    "openai": ("application/json", "json"),
+    "markdown": ("text/markdown; charset=utf-8", "md"),
+}
+
+
+@dataclass(frozen=True)
+class Export:
+    """An exported transcript: its text, media type and file extension."""
+
+    body: str
+    media_type: str
+    extension: str
+
+
+def export_messages(messages: Iterable[Mapping[str, Any]], fmt: str, *, title: str = "") -> Export:
+    """The messages in format `fmt` (anthropic, openai or markdown); ValueError if unknown."""
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; known: {', '.join(EXPORT_FORMATS)}")
+    media_type, extension = EXPORT_FORMATS[fmt]
+    if fmt == "markdown":
+        return Export(to_markdown(messages, title=title), media_type, extension)
+    body = to_anthropic(messages) if fmt == "anthropic" else to_openai(messages)
+    return Export(json.dumps(body, ensure_ascii=False, indent=2), media_type, extension)

@@ -1,0 +1,115 @@
+"""Export to an OpenAI chat request body: `{"messages": [...]}`.
+
+Tool calls become `tool_calls` (arguments as a JSON string) and tool results `role: "tool"`
+messages placed before the rest of their user message; thinking becomes `reasoning_content`.
+Content that was a string stays a string, block lists become content-part lists, so importing
+the export gives the same messages back. Not representable, hence dropped: a result's
+`is_error` flag and thinking signatures; documents become a text note.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from compaction.messages import blocks_of
+
+__all__ = ["to_openai"]
+
+
+def to_openai(messages: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The messages as an OpenAI chat request body (no model: the caller's)."""
+    result: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant":
+            result.append(_assistant(message))
+        elif role == "system":
+            result.append({"role": "system", "content": _joined_text(message)})
+        else:
+            result.extend(_user(message))
+    return {"messages": result}
+
+
+def _assistant(message: Mapping[str, Any]) -> dict[str, Any]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return {"role": "assistant", "content": content}
+    blocks = blocks_of(message)
+    out: dict[str, Any] = {"role": "assistant"}
+    thinking = [str(b.get("thinking") or "") for b in blocks if b.get("type") == "thinking"]
+    if any(thinking):
+        out["reasoning_content"] = "\n\n".join(t for t in thinking if t)
+    parts = [_part(b) for b in blocks if b.get("type") in {"text", "image", "document"}]
+    calls = [_call(b) for b in blocks if b.get("type") == "tool_use"]
+    out["content"] = parts if parts or not calls else None
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _call(block: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "id": block.get("id"),
+        "type": "function",
+        "function": {
+            "name": block.get("name"),
+            "arguments": json.dumps(block.get("input", {}), ensure_ascii=False),
+        },
+    }
+
+
+def _user(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"role": "user", "content": content}]
+    blocks = blocks_of(message)
+    out: list[dict[str, Any]] = [
+        {
+            "role": "tool",
+            "tool_call_id": block.get("tool_use_id"),
+            "content": _result_content(block.get("content")),
+        }
+        for block in blocks
+        if block.get("type") == "tool_result"
+    ]
+    rest = [_part(b) for b in blocks if b.get("type") != "tool_result"]
+    if rest or not out:
+        out.append({"role": "user", "content": rest})
+    return out
+
+
+def _result_content(content: Any) -> Any:
+    if isinstance(content, list):
+        return [_part(b) for b in content if isinstance(b, Mapping)]
+    return content if isinstance(content, str) else ""
+
+
+def _part(block: Mapping[str, Any]) -> dict[str, Any]:
+    kind = block.get("type")
+    if kind == "text":
+        return {"type": "text", "text": block.get("text", "")}
+    if kind == "image":
+        return {"type": "image_url", "image_url": {"url": _image_url(block.get("source"))}}
+    if kind == "thinking":
+        return {"type": "text", "text": str(block.get("thinking") or "")}
+    return {"type": "text", "text": f"[{kind} block]"}
+
+
+def _image_url(source: Any) -> str:
+    if not isinstance(source, Mapping):
+        return ""
+    if source.get("type") == "base64":
+        return f"data:{source.get('media_type')};base64,{source.get('data')}"
+    return str(source.get("url") or "")
+
+
+def _joined_text(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    texts: list[str] = [
+        str(b.get("text", "")) for b in blocks_of(message) if b.get("type") == "text"
+    ]
+    return "\n\n".join(texts)

@@ -1,0 +1,103 @@
+"""The importers' entry points: `parse` (a path or a file) and `parse_text` (a string)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import IO, Any
+
+from .anthropic_json import parse_anthropic
+from .claude_code import parse_claude_code
+from .codex import parse_codex
+from .detect import canonical_format, detect_document, detect_format
+from .errors import TranscriptError, UnknownFormatError
+from .openai_chat import parse_openai
+from .openhands import parse_openhands
+from .source import Progress, Source, open_source
+from .swe_agent import parse_swe_agent
+from .types import FORMATS, ImportedSession
+
+__all__ = ["parse", "parse_source", "parse_text"]
+
+_LINE_FORMATS: dict[str, Callable[..., ImportedSession]] = {
+    "claude_code": parse_claude_code,
+    "codex": parse_codex,
+}
+_DOCUMENT_FORMATS: dict[str, Callable[[Any, str], ImportedSession]] = {
+    "openai": parse_openai,
+    "anthropic": parse_anthropic,
+    "swe_agent": parse_swe_agent,
+    "openhands": parse_openhands,
+}
+
+
+def parse(
+    source: str | os.PathLike[str] | IO[bytes] | IO[str] | bytes,
+    format: str | None = None,
+    *,
+    name: str = "",
+    subagents: bool = True,
+    progress: Progress | None = None,
+) -> ImportedSession:
+    """Import one transcript: a path, bytes or a file object; the format is detected if not given.
+
+    JSON-lines formats (Claude Code, Codex) are streamed line by line; JSON documents are
+    read whole. A Claude Code file given by path also brings its subagent transcripts when
+    `subagents` is true. `progress(stage, done, total)` is told how reading goes. Raises
+    TranscriptError (UnknownFormatError) when nothing can be read.
+    """
+    with open_source(source, name=name) as opened:
+        opened.progress = progress
+        return parse_source(opened, format, subagents=subagents)
+
+
+def parse_text(text: str, format: str | None = None, *, name: str = "") -> ImportedSession:
+    """Import a transcript given as a string."""
+    return parse(text.encode("utf-8"), format, name=name)
+
+
+def parse_source(
+    source: Source, format: str | None = None, *, subagents: bool = True
+) -> ImportedSession:
+    """Import from an opened Source (left open: the caller may archive its bytes)."""
+    chosen = _chosen_format(format)
+    if chosen is None:
+        guess = detect_format(source.head())
+        chosen = guess if guess in _LINE_FORMATS else None  # documents: decided when loaded
+    if chosen in _LINE_FORMATS:
+        if chosen == "claude_code":
+            return parse_claude_code(source, subagents=subagents)
+        return _LINE_FORMATS[chosen](source)
+    document = _load_document(source)
+    if chosen is None:
+        chosen = detect_document(document)
+    if chosen is None:
+        raise UnknownFormatError(
+            f"could not recognise the format of {source.name or 'the input'}; "
+            f"give one of: {', '.join(FORMATS)}"
+        )
+    return _DOCUMENT_FORMATS[chosen](document, source.name)
+
+
+def _chosen_format(format: str | None) -> str | None:
+    if format is None or format == "" or format == "auto":
+        return None
+    chosen = canonical_format(format)
+    if chosen is None:
+        raise UnknownFormatError(f"unknown format {format!r}; known: {', '.join(FORMATS)}")
+    return chosen
+
+
+def _load_document(source: Source) -> Any:
+    data = source.read_all()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise TranscriptError(
+            f"{source.name or 'input'}: not valid UTF-8 (byte {exc.start})"
+        ) from exc
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise TranscriptError(f"{source.name or 'input'}: not valid JSON: {exc}") from exc

@@ -1,0 +1,214 @@
+"""Automatic compaction: the pre-call `prepare_context` and the post-call usage check.
+
+Seed 001 REQ-3.1: before an LLM call the context is compacted when it reaches the profile's
+threshold; a failure is logged and the context returned anyway; over the hard limit the
+context is truncated (REQ-3.4). Seed 004 §1: after the call the model's real usage decides,
+and a background compaction is queued. After a failed automatic compaction the session
+cools down for the profile's `cooldown_seconds` (seed 004 §7).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from compaction import CompactionError, Policy
+from compaction.compactor import SUMMARY_FAILURES
+
+from ..models import Compaction, CompactionJob, CompactionProfile, Session
+from .compacting import CompactionOutcome, compact_session
+from .context import Format, check, context_payload
+from .errors import Conflict
+from .jobs import active_job, enqueue_compaction
+from .policies import policy_for, profile_for
+from .sessions import refresh_totals
+from .writeback import CommitMeta, commit_context, take_snapshot
+
+__all__ = ["in_cooldown", "note_outcome", "post_call_check", "prepare_context", "usage_tokens"]
+
+logger = logging.getLogger("sessions_app")
+
+
+def prepare_context(session: Session, *, fmt: Format = "anthropic") -> dict[str, Any]:
+    """The pre-LLM-call check: compact first when over the threshold, then the context.
+
+    The payload is `context_payload`'s plus `compaction` (the stored compaction as a dict,
+    or None) and `skipped` (why nothing ran: below_threshold, disabled, cooldown, ...).
+    """
+    profile = profile_for(session)
+    policy = policy_for(session, profile)
+    status = check(session, profile)
+    outcome: CompactionOutcome | None = None
+    skipped: str | None = None
+    if not policy.enabled:
+        skipped = "disabled"
+    elif not status["should_compact"]:
+        skipped = "below_threshold"
+    elif in_cooldown(session):
+        skipped = "cooldown"
+        logger.info(
+            "automatic compaction skipped: cooling down after a failure",
+            extra={"session_id": str(session.pk), "trigger": "auto", "outcome": "cooldown"},
+        )
+    else:
+        outcome = _compact_logged(session, profile)
+    truncation = _enforce_hard_limit(session, profile, policy)
+    payload = context_payload(session, fmt, profile=profile)
+    stored = truncation or (outcome.compaction if outcome else None)
+    payload["compaction"] = _summary_of(stored)
+    payload["skipped"] = skipped or (outcome.reason if outcome and not outcome.compaction else None)
+    return payload
+
+
+def post_call_check(
+    session: Session, messages: Sequence[Mapping[str, Any]]
+) -> CompactionJob | None:
+    """After appending a model reply: record its `usage`; queue a compaction when over.
+
+    Returns the queued job, or None (no usage, under the threshold, disabled, cooling down,
+    or a compaction already queued or running for the session).
+    """
+    usage = next(
+        (
+            m["usage"]
+            for m in reversed(messages)
+            if m.get("role") == "assistant" and isinstance(m.get("usage"), Mapping)
+        ),
+        None,
+    )
+    if usage is None:
+        return None
+    total = usage_tokens(usage)
+    session.last_usage = {**usage, "total_tokens": total, "at": timezone.now().isoformat()}
+    Session.objects.filter(pk=session.pk).update(last_usage=session.last_usage)
+    profile = profile_for(session)
+    policy = policy_for(session, profile)
+    if not policy.enabled or policy.scaled(total) < policy.threshold:
+        return None
+    if in_cooldown(session) or active_job(session) is not None:
+        return None
+    logger.info(
+        "real usage over the threshold: queueing a compaction",
+        extra={"session_id": str(session.pk), "trigger": "auto", "tokens": total},
+    )
+    return enqueue_compaction(session, params={"trigger": Compaction.Trigger.AUTO})
+
+
+def usage_tokens(usage: Mapping[str, Any]) -> int:
+    """Input plus output tokens of an Anthropic or OpenAI usage object (cache reads included)."""
+    keys = (
+        "input_tokens",
+        "output_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+    )
+    if any(key in usage for key in keys):
+        return sum(int(usage.get(key) or 0) for key in keys)
+    if "total_tokens" in usage:
+        return int(usage.get("total_tokens") or 0)
+    return int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
+
+
+def in_cooldown(session: Session) -> bool:
+    """True while automatic compaction waits after a failure (read from the database)."""
+    until = Session.objects.filter(pk=session.pk).values_list("cooldown_until", flat=True).first()
+    return until is not None and until > timezone.now()
+
+
+def note_outcome(session: Session, outcome: CompactionOutcome, profile: CompactionProfile) -> None:
+    """Start the cooldown after a failed summary (seed 004); clear it after a success."""
+    summary_failed = outcome.result is not None and outcome.result.reason in SUMMARY_FAILURES
+    if outcome.failed or summary_failed:
+        failures = session.compaction_failures + 1
+        until = timezone.now() + timedelta(seconds=profile.cooldown_seconds)
+        Session.objects.filter(pk=session.pk).update(
+            compaction_failures=failures, cooldown_until=until
+        )
+        session.compaction_failures, session.cooldown_until = failures, until
+    elif outcome.compacted:
+        Session.objects.filter(pk=session.pk).update(compaction_failures=0, cooldown_until=None)
+        session.compaction_failures, session.cooldown_until = 0, None
+
+
+def _compact_logged(session: Session, profile: CompactionProfile) -> CompactionOutcome | None:
+    try:
+        outcome = compact_session(session, trigger=Compaction.Trigger.AUTO, profile=profile)
+    except Conflict as error:
+        logger.info(
+            "automatic compaction lost a race: %s",
+            error,
+            extra={"session_id": str(session.pk), "trigger": "auto", "outcome": "conflict"},
+        )
+        return None
+    except Exception:
+        logger.exception(
+            "automatic compaction raised; the context is returned uncompacted",
+            extra={"session_id": str(session.pk), "trigger": "auto", "outcome": "error"},
+        )
+        return None
+    note_outcome(session, outcome, profile)
+    return outcome
+
+
+def _enforce_hard_limit(
+    session: Session, profile: CompactionProfile, policy: Policy
+) -> Compaction | None:
+    """Hard truncation when the context is still over the hard limit (REQ-3.4)."""
+    refresh_totals(session)
+    if policy.scaled(session.context_tokens) <= policy.effective_hard_limit:
+        return None
+    from compaction.hard_truncate import hard_truncate
+
+    snapshot = take_snapshot(session)
+    result = hard_truncate([*snapshot.messages], policy)
+    if not result.truncated:
+        return None
+    meta = CommitMeta(
+        trigger=Compaction.Trigger.HARD_LIMIT,
+        strategy=f"{profile.name}: hard_truncate",
+        encoding=policy.encoding,
+        stats={
+            "original_token_count": result.tokens_before,
+            "compacted_token_count": result.tokens_after,
+            "compaction_ratio": result.tokens_after / result.tokens_before
+            if result.tokens_before
+            else None,
+            "compacted_message_count": result.removed_message_count,
+            "retained_message_count": len(result.messages),
+        },
+        details={"profile": profile.name, "detail": dict(result.detail)},
+    )
+    try:
+        compaction = commit_context(snapshot, result.messages, meta)
+    except (Conflict, CompactionError, OSError) as error:
+        logger.error(
+            "hard-limit truncation failed: %s",
+            error,
+            extra={"session_id": str(session.pk), "trigger": "hard_limit", "outcome": "failed"},
+        )
+        return None
+    logger.warning(
+        "context truncated to the hard limit: %d -> %d tokens",
+        result.tokens_before,
+        result.tokens_after,
+        extra={"session_id": str(session.pk), "trigger": "hard_limit", "outcome": "truncated"},
+    )
+    refresh_totals(session)
+    return compaction
+
+
+def _summary_of(compaction: Compaction | None) -> dict[str, Any] | None:
+    if compaction is None:
+        return None
+    return {
+        "number": compaction.number,
+        "status": compaction.status,
+        "trigger": compaction.trigger,
+        "tokens_before": compaction.tokens_before,
+        "tokens_after": compaction.tokens_after,
+        "failure_reason": compaction.failure_reason or None,
+    }

@@ -1,0 +1,284 @@
+"""Compacting a stored session: the engine runs outside any transaction, the commit inside one.
+
+`compact_session` snapshots the runtime context, calls `compaction.compact_messages` with
+the session's profile (read fresh), then commits through `writeback.commit_context`, which
+checks that the entries it worked on are unchanged: appends made meanwhile are kept after
+the summary, and of two concurrent compactions exactly one wins (the other: Conflict, 409).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import DatabaseError
+
+from compaction import (
+    ArchiveError,
+    CompactionError,
+    CompactionEvent,
+    CompactResult,
+    Policy,
+    Summarizer,
+    message_token_counts,
+)
+from compaction.compact import NOT_NEEDED, compact_messages
+from compaction.summarizers.scripted import ScriptedSummarizer
+
+from ..models import Compaction, CompactionProfile, Session
+from ..storage import BLOB_PREFIX, DjangoStorageBlobStore
+from .policies import policy_for, profile_for, summarizer_for, summary_model
+from .reverting import revert_compaction
+from .sessions import refresh_totals
+from .writeback import CommitMeta, ContextSnapshot, commit_context, record_failure, take_snapshot
+
+__all__ = ["CompactionOutcome", "compact_session", "revert_compaction"]
+
+logger = logging.getLogger("sessions_app")
+
+EventHandler = Callable[[CompactionEvent], None]
+
+#: Summarizer name recorded for a caller-written summary (the agent's compress_context).
+CALLER_SUMMARIZER = "caller"
+
+
+@dataclass
+class CompactionOutcome:
+    """What `compact_session` did: the Compaction row (None when nothing was stored)."""
+
+    compaction: Compaction | None
+    result: CompactResult | None
+    dry_run: bool = False
+    reason: str | None = None
+    preview: dict[str, Any] | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def compacted(self) -> bool:
+        """True when the context was (or, in a dry run, would be) changed."""
+        if self.dry_run:
+            return bool(self.result and self.result.compacted)
+        return self.compaction is not None and self.compaction.status == "succeeded"
+
+    @property
+    def failed(self) -> bool:
+        """True when an attempt failed (the context is unchanged)."""
+        return self.compaction is not None and self.compaction.status == "failed"
+
+
+def compact_session(
+    session: Session,
+    *,
+    trigger: str = Compaction.Trigger.MANUAL,
+    profile: CompactionProfile | str | None = None,
+    instructions: str | None = None,
+    summary: str | None = None,
+    dry_run: bool = False,
+    summarizer: Summarizer | None = None,
+    on_event: EventHandler | None = None,
+    force: bool | None = None,
+) -> CompactionOutcome:
+    """Compact the session's runtime context now.
+
+    `summary`: a caller-written summary replaces the middle (no summarizer call).
+    `dry_run`: run the engine and return the preview; store nothing. `force` (default: not
+    for `auto`) compacts even under the threshold. Raises Conflict when another change to
+    the same entries committed first; an engine, archive or database failure is recorded
+    as a failed Compaction row and leaves the context exactly as it was.
+    """
+    chosen = profile if isinstance(profile, CompactionProfile) else profile_for(session, profile)
+    policy = policy_for(session, chosen)
+    if summary is not None:
+        if not summary.strip():
+            raise CompactionError("summary must not be empty")
+        policy = policy.replace(steps=("summary",))
+        summarizer = ScriptedSummarizer(default=summary.strip(), name=CALLER_SUMMARIZER)
+    summarizer = summarizer or summarizer_for(chosen)
+    if force is None:
+        force = trigger != Compaction.Trigger.AUTO
+    events: list[dict[str, Any]] = []
+
+    def observe(event: CompactionEvent) -> None:
+        events.append(event.to_dict())
+        if on_event is not None:
+            on_event(event)
+
+    snapshot = take_snapshot(session)
+    started = time.monotonic()
+    result = compact_messages(
+        snapshot.messages,
+        policy,
+        summarizer=summarizer,
+        session_id=str(session.pk),
+        instructions=instructions,
+        on_event=observe,
+        force=force,
+        trigger=trigger,
+        offload_store=DjangoStorageBlobStore(f"{BLOB_PREFIX}/{session.pk}"),
+        token_counts=snapshot.token_counts,
+    )
+    meta = _meta(trigger, chosen, policy, summarizer, instructions, result, events, started)
+    if dry_run:
+        return CompactionOutcome(
+            None,
+            result,
+            dry_run=True,
+            reason=result.reason,
+            preview=_preview(snapshot, result, policy),
+            events=events,
+        )
+    if not result.compacted:
+        return _not_compacted(session, snapshot, result, meta, events)
+    outcome = _commit(session, snapshot, result, meta, events)
+    refresh_totals(session)
+    return outcome
+
+
+def _commit(
+    session: Session,
+    snapshot: ContextSnapshot,
+    result: CompactResult,
+    meta: CommitMeta,
+    events: list[dict[str, Any]],
+) -> CompactionOutcome:
+    try:
+        compaction = commit_context(snapshot, result.messages, meta)
+    except ArchiveError as error:
+        return _failed(session, snapshot, result, meta, events, "archive_error", error)
+    except DatabaseError as error:
+        return _failed(session, snapshot, result, meta, events, "database_error", error)
+    logger.info(
+        "session compacted: #%d %d -> %d tokens",
+        compaction.number,
+        compaction.tokens_before,
+        compaction.tokens_after,
+        extra=_log_fields(session, meta, compaction=compaction.number, outcome="compacted"),
+    )
+    return CompactionOutcome(compaction, result, reason=result.reason, events=events)
+
+
+def _not_compacted(
+    session: Session,
+    snapshot: ContextSnapshot,
+    result: CompactResult,
+    meta: CommitMeta,
+    events: list[dict[str, Any]],
+) -> CompactionOutcome:
+    reason = result.reason or "nothing_to_compact"
+    if reason in NOT_NEEDED:
+        return CompactionOutcome(None, result, reason=reason, events=events)
+    failed = record_failure(
+        session, meta, reason, tokens_before=snapshot.tokens, messages=len(snapshot.entries)
+    )
+    logger.warning(
+        "session compaction failed: %s",
+        reason,
+        extra=_log_fields(session, meta, outcome="failed", reason=reason),
+    )
+    return CompactionOutcome(failed, result, reason=reason, events=events)
+
+
+def _failed(
+    session: Session,
+    snapshot: ContextSnapshot,
+    result: CompactResult,
+    meta: CommitMeta,
+    events: list[dict[str, Any]],
+    reason: str,
+    error: Exception,
+) -> CompactionOutcome:
+    logger.error(
+        "session compaction could not be stored: %s",
+        error,
+        extra=_log_fields(session, meta, outcome="failed", reason=reason),
+    )
+    events.append({"phase": "rollback", "reason": reason, "detail": {"error": str(error)}})
+    meta.details["events"] = events
+    meta.details["error"] = str(error)
+    failed = record_failure(
+        session, meta, reason, tokens_before=snapshot.tokens, messages=len(snapshot.entries)
+    )
+    return CompactionOutcome(failed, result, reason=reason, events=events)
+
+
+def _meta(
+    trigger: str,
+    profile: CompactionProfile,
+    policy: Policy,
+    summarizer: Summarizer,
+    instructions: str | None,
+    result: CompactResult,
+    events: list[dict[str, Any]],
+    started: float,
+) -> CommitMeta:
+    ran = [report.step for report in result.steps if report.ran and report.changed]
+    summarized = result.summary is not None
+    truncated = any(step in {"smart_truncate", "hard_truncate"} for step in ran)
+    if truncated and not summarized and trigger == Compaction.Trigger.AUTO:
+        trigger = Compaction.Trigger.HARD_LIMIT
+    name = str(getattr(summarizer, "name", type(summarizer).__name__))
+    return CommitMeta(
+        trigger=trigger,
+        strategy=f"{profile.name}: {'+'.join(ran) or 'none'}",
+        summarizer=name if summarized else "",
+        model=str(getattr(summarizer, "model", "") or "") if summarized else "",
+        instructions=instructions or "",
+        summary=result.summary or "",
+        encoding=policy.encoding,
+        stats=result.stats.to_dict(),
+        duration_ms=result.duration_ms or round((time.monotonic() - started) * 1000),
+        details={
+            "profile": profile.name,
+            "policy": policy.to_dict(),
+            "summary_model": summary_model(profile) if name != CALLER_SUMMARIZER else "",
+            "steps": [_step_dict(report) for report in result.steps],
+            "events": events,
+            "reason": result.reason,
+        },
+    )
+
+
+def _step_dict(report: Any) -> dict[str, Any]:
+    return {
+        "step": report.step,
+        "ran": report.ran,
+        "changed": report.changed,
+        "tokens_before": report.tokens_before,
+        "tokens_after": report.tokens_after,
+        "detail": dict(report.detail),
+    }
+
+
+def _preview(snapshot: ContextSnapshot, result: CompactResult, policy: Policy) -> dict[str, Any]:
+    """Dry-run data: partition counts, predicted tokens and the summary that would be used."""
+    parts: dict[str, Any] = {}
+    if result.partition is not None:
+        for name in ("head", "middle", "tail"):
+            messages: Sequence[Mapping[str, Any]] = getattr(result.partition, name)
+            tokens = message_token_counts(messages, policy.encoding) if messages else []
+            parts[name] = {"messages": len(messages), "tokens": sum(tokens)}
+    middle = result.partition.middle if result.partition is not None else []
+    return {
+        "partition": parts or None,
+        "tokens_before": snapshot.tokens,
+        "predicted_tokens_after": (
+            result.stats.compacted_token_count + snapshot.pending_tokens
+            if result.compacted
+            else snapshot.tokens
+        ),
+        "messages_before": len(snapshot.entries) + len(snapshot.pending),
+        "predicted_messages_after": len(result.messages) + len(snapshot.pending),
+        "summary": result.summary,
+        "summarizer": result.summarizer,
+        "middle_entry_ids": [m.get("ctxweb_entry") for m in middle if m.get("ctxweb_entry")],
+        "steps": [_step_dict(report) for report in result.steps],
+        "compacted": result.compacted,
+        "reason": result.reason,
+    }
+
+
+def _log_fields(session: Session, meta: CommitMeta, **fields: Any) -> dict[str, Any]:
+    return {"session_id": str(session.pk), "trigger": meta.trigger, **fields}

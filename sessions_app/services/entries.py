@@ -1,0 +1,85 @@
+"""Rows to engine messages and back: Message and ContextEntry as Anthropic-style dicts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from compaction.messages import SUMMARY_KEY
+
+from ..models import ContextEntry, Message, Session
+
+__all__ = [
+    "ENTRY_KEY",
+    "entry_message",
+    "entry_snapshot",
+    "load_entries",
+    "split_message",
+    "tagged_message",
+]
+
+#: Extra key carrying a context entry's id through the engine (extra keys pass untouched),
+#: so transformed messages can be matched to the entry they came from.
+ENTRY_KEY: Final = "ctxweb_entry"
+
+
+def split_message(message: Mapping[str, Any]) -> tuple[str, Any, dict[str, Any]]:
+    """(role, content, extra keys) of an engine message."""
+    extra = {k: v for k, v in message.items() if k not in {"role", "content", ENTRY_KEY}}
+    return str(message.get("role", "")), message.get("content"), extra
+
+
+def load_entries(session: Session) -> list[ContextEntry]:
+    """The runtime context's entries in order, with their messages."""
+    return list(
+        ContextEntry.objects.filter(session=session).select_related("message").order_by("position")
+    )
+
+
+def entry_message(entry: ContextEntry) -> dict[str, Any]:
+    """The engine message an entry stands for: the (maybe transformed) content and extras."""
+    base = entry.message.extra if entry.message is not None else {}
+    content = entry.content
+    if content is None and entry.message is not None:
+        content = entry.message.content
+    return {**base, **entry.extra, "role": entry.role, "content": content}
+
+
+def tagged_message(entry: ContextEntry) -> dict[str, Any]:
+    """`entry_message` with the entry's id under ENTRY_KEY."""
+    return {**entry_message(entry), ENTRY_KEY: entry.pk}
+
+
+def entry_snapshot(entry: ContextEntry) -> dict[str, Any]:
+    """The exact stored form of an entry, as archived by a compaction and restored by revert."""
+    return {
+        "id": entry.pk,
+        "position": entry.position,
+        "kind": entry.kind,
+        "message_id": entry.message_id,
+        "seq": entry.message.seq if entry.message is not None else None,
+        "compaction_id": entry.compaction_id,
+        "role": entry.role,
+        "content": entry.content,
+        "extra": entry.extra,
+        "token_count": entry.token_count,
+        "message": entry_message(entry),
+    }
+
+
+def is_summary_entry(entry: ContextEntry) -> bool:
+    """True for an entry made by a compaction."""
+    return entry.kind == ContextEntry.Kind.SUMMARY or SUMMARY_KEY in entry.extra
+
+
+def message_row_dict(row: Message) -> dict[str, Any]:
+    """A history message as the API shows it."""
+    return {
+        "seq": row.seq,
+        "role": row.role,
+        "content": row.content,
+        "extra": row.extra,
+        "created_at": row.created_at,
+        "token_count": row.token_count,
+        "original_id": row.original_id,
+    }

@@ -1,0 +1,288 @@
+"""Background compactions: the job row, its run, its heartbeat and the reaper of lost jobs.
+
+A job is queued as a django-tasks task (`sessions_app.tasks.run_compaction_job`, run by
+`manage.py db_worker`). While it runs, a heartbeat thread stamps `heartbeat_at`; a worker
+killed mid-job stops stamping, and `reap_stale_jobs` (run by the worker on start and
+periodically) fails the job and its task result, then queues it once more.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import traceback
+from collections.abc import Mapping
+from datetime import timedelta
+from types import TracebackType
+from typing import Any, Final
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from compaction import CompactionEvent
+
+from ..models import CompactionJob, Session
+from .errors import Conflict
+
+__all__ = [
+    "MAX_ATTEMPTS",
+    "Heartbeat",
+    "active_job",
+    "enqueue_compaction",
+    "heartbeat_seconds",
+    "reap_stale_jobs",
+    "run_job",
+    "stale_seconds",
+]
+
+logger = logging.getLogger("sessions_app")
+
+#: A job is run at most this many times: the first run and one re-run after a lost worker.
+MAX_ATTEMPTS: Final = 2
+_ACTIVE = (CompactionJob.Status.QUEUED, CompactionJob.Status.RUNNING)
+_PARAMS = ("trigger", "profile", "instructions", "summary")
+
+
+def heartbeat_seconds() -> float:
+    """How often a running job stamps its heartbeat (CTXWEB_JOB_HEARTBEAT_SECONDS, 5)."""
+    return float(getattr(settings, "CTXWEB_JOB_HEARTBEAT_SECONDS", 5.0))
+
+
+def stale_seconds() -> float:
+    """A running job without a heartbeat for this long is lost (CTXWEB_JOB_STALE_SECONDS, 60)."""
+    return float(getattr(settings, "CTXWEB_JOB_STALE_SECONDS", 60.0))
+
+
+def enqueue_compaction(session: Session, *, params: Mapping[str, Any]) -> CompactionJob:
+    """Queue a background compaction of `session`; `params` as compact_session's keywords."""
+    from ..tasks import run_compaction_job
+
+    clean = {key: params[key] for key in _PARAMS if params.get(key) is not None}
+    clean.setdefault("trigger", "manual")
+    with transaction.atomic():
+        job = CompactionJob.objects.create(session=session, params=clean, phase="queued")
+        job.task_id = str(run_compaction_job.enqueue(str(job.pk)).id)
+        CompactionJob.objects.filter(pk=job.pk, task_id="").update(task_id=job.task_id)
+    logger.info(
+        "compaction queued",
+        extra={"session_id": str(session.pk), "job": str(job.pk), "trigger": clean["trigger"]},
+    )
+    return job
+
+
+def active_job(session: Session) -> CompactionJob | None:
+    """The queued or running job of `session`, if any."""
+    return CompactionJob.objects.filter(session=session, status__in=_ACTIVE).first()
+
+
+def run_job(job_id: str) -> dict[str, Any]:
+    """Run a queued job (the task body): claim it, compact, record events and the outcome."""
+    from .auto import note_outcome
+    from .compacting import compact_session
+    from .policies import profile_for
+
+    now = timezone.now()
+    claimed = CompactionJob.objects.filter(pk=job_id, status=CompactionJob.Status.QUEUED).update(
+        status=CompactionJob.Status.RUNNING,
+        attempts=F("attempts") + 1,
+        started_at=now,
+        heartbeat_at=now,
+        phase="started",
+    )
+    if not claimed:
+        logger.info("job not queued any more; skipped", extra={"job": job_id})
+        return {"job": job_id, "skipped": True}
+    job = CompactionJob.objects.select_related("session").get(pk=job_id)
+    recorder = _EventRecorder(job)
+    with Heartbeat(job.pk):
+        try:
+            params = job.params
+            profile = profile_for(job.session, params.get("profile"))
+            outcome = compact_session(
+                job.session,
+                trigger=params.get("trigger", "manual"),
+                profile=profile,
+                instructions=params.get("instructions"),
+                summary=params.get("summary"),
+                on_event=recorder,
+            )
+            if params.get("trigger") == "auto":
+                note_outcome(job.session, outcome, profile)
+        except Conflict as error:
+            return _finish(job, recorder, failed=True, error=f"conflict: {error}")
+        except Exception as error:
+            logger.exception("compaction job failed", extra={"job": job_id})
+            detail = "".join(traceback.format_exception_only(type(error), error)).strip()
+            return _finish(job, recorder, failed=True, error=detail)
+    compaction = outcome.compaction
+    if outcome.failed:
+        reason = compaction.failure_reason if compaction else outcome.reason
+        return _finish(
+            job, recorder, failed=True, error=f"compaction failed: {reason}", compaction=compaction
+        )
+    return _finish(
+        job, recorder, failed=False, error="", compaction=compaction, reason=outcome.reason
+    )
+
+
+def _finish(
+    job: CompactionJob,
+    recorder: _EventRecorder,
+    *,
+    failed: bool,
+    error: str,
+    compaction: Any = None,
+    reason: str | None = None,
+) -> dict[str, Any]:
+    status = CompactionJob.Status.FAILED if failed else CompactionJob.Status.SUCCEEDED
+    events = [
+        *recorder.events,
+        {"phase": "failed" if failed else "done", "reason": reason or error or None},
+    ]
+    CompactionJob.objects.filter(pk=job.pk).update(
+        status=status,
+        phase="failed" if failed else "done",
+        events=events,
+        error=error,
+        compaction=compaction,
+        finished_at=timezone.now(),
+    )
+    return {
+        "job": str(job.pk),
+        "status": status,
+        "compaction": compaction.number if compaction is not None else None,
+        "error": error or None,
+    }
+
+
+class _EventRecorder:
+    """on_event for a job: each phase event stored on the job row as it happens."""
+
+    def __init__(self, job: CompactionJob) -> None:
+        self.job_id = job.pk
+        self.events: list[dict[str, Any]] = list(job.events)
+
+    def __call__(self, event: CompactionEvent) -> None:
+        self.events.append({**event.to_dict(), "at": timezone.now().isoformat()})
+        CompactionJob.objects.filter(pk=self.job_id).update(
+            phase=event.phase, events=self.events, heartbeat_at=timezone.now()
+        )
+
+
+class Heartbeat:
+    """A daemon thread stamping a running job's `heartbeat_at` until the block ends."""
+
+    def __init__(self, job_id: Any, interval: float | None = None) -> None:
+        self.job_id = job_id
+        self.interval = interval if interval is not None else heartbeat_seconds()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"heartbeat-{job_id}", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.interval + 5)
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    CompactionJob.objects.filter(
+                        pk=self.job_id, status=CompactionJob.Status.RUNNING
+                    ).update(heartbeat_at=timezone.now())
+                except Exception:
+                    logger.warning("heartbeat write failed", exc_info=True)
+        finally:
+            connection.close()
+
+
+def reap_stale_jobs(timeout: float | None = None) -> list[str]:
+    """Fail jobs whose worker was lost (no heartbeat for `timeout` s) and re-queue them once.
+
+    Also fails their django-tasks-db result rows, which would otherwise stay RUNNING forever.
+    Safe to run from several workers at once. Returns the ids of the jobs it handled.
+    """
+    cutoff = timezone.now() - timedelta(seconds=stale_seconds() if timeout is None else timeout)
+    stale = CompactionJob.objects.filter(status=CompactionJob.Status.RUNNING).filter(
+        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+    )
+    handled = [str(pk) for pk in stale.values_list("pk", flat=True) if _reap(pk, cutoff)]
+    handled += [str(pk) for pk in _orphaned_queued(cutoff) if _reap(pk, cutoff, queued=True)]
+    return handled
+
+
+def _orphaned_queued(cutoff: Any) -> list[Any]:
+    """Queued jobs whose task was claimed by a worker that died before the job started."""
+    from django_tasks_db.models import DBTaskResult
+
+    lost_tasks = DBTaskResult.objects.filter(status="RUNNING", started_at__lt=cutoff).values_list(
+        "id", flat=True
+    )
+    ids = [str(task_id) for task_id in lost_tasks]
+    if not ids:
+        return []
+    candidates = CompactionJob.objects.filter(status=CompactionJob.Status.QUEUED)
+    return [job.pk for job in candidates if _same_uuid(job.task_id, ids)]
+
+
+def _same_uuid(task_id: str, ids: list[str]) -> bool:
+    normal = task_id.replace("-", "").lower()
+    return any(normal == other.replace("-", "").lower() for other in ids)
+
+
+def _reap(job_id: Any, cutoff: Any, *, queued: bool = False) -> bool:
+    from ..tasks import run_compaction_job
+
+    with transaction.atomic():
+        job = CompactionJob.objects.select_for_update().filter(pk=job_id).first()
+        expected = CompactionJob.Status.QUEUED if queued else CompactionJob.Status.RUNNING
+        if job is None or job.status != expected:
+            return False
+        if not queued and job.heartbeat_at and job.heartbeat_at >= cutoff:
+            return False
+        _fail_task_result(job.task_id)
+        now = timezone.now()
+        note = {"phase": "worker_lost", "at": now.isoformat(), "attempt": job.attempts}
+        if job.attempts < MAX_ATTEMPTS:
+            job.status = CompactionJob.Status.QUEUED
+            job.phase = "requeued"
+            job.error = f"worker lost during attempt {job.attempts}; queued again"
+            job.events = [*job.events, note]
+            job.task_id = str(run_compaction_job.enqueue(str(job.pk)).id)
+        else:
+            job.status = CompactionJob.Status.FAILED
+            job.phase = "failed"
+            job.error = f"worker lost during attempt {job.attempts} of {MAX_ATTEMPTS}; not retried"
+            job.events = [*job.events, note]
+            job.finished_at = now
+        job.save()
+    logger.warning(
+        "reaped a lost compaction job: %s",
+        job.error,
+        extra={"job": str(job_id), "session_id": str(job.session_id), "status": job.status},
+    )
+    return True
+
+
+def _fail_task_result(task_id: str) -> None:
+    """Mark a django-tasks-db result row that is stuck RUNNING as FAILED."""
+    if not task_id:
+        return
+    from django_tasks_db.models import DBTaskResult
+
+    DBTaskResult.objects.filter(id=task_id, status="RUNNING").update(
+        status="FAILED",
+        finished_at=timezone.now(),
+        exception_class_path="sessions_app.services.jobs.WorkerLost",
+        traceback="WorkerLost: the worker running this task stopped sending heartbeats",
+    )

@@ -1,0 +1,319 @@
+"""Create, append to, list and delete stored sessions; owner isolation lives here alone."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from compaction import InvalidMessagesError, PolicyError, Problem, message_token_counts
+from compaction.messages import tool_use_ids
+from compaction.validation import validate_messages
+
+from ..models import Compaction, CompactionProfile, ContextEntry, Message, Session
+from ..storage import BLOB_PREFIX
+from .entries import entry_message, split_message
+from .errors import VersionConflict
+from .policies import profile_for
+
+__all__ = [
+    "append_messages",
+    "create_session",
+    "delete_session",
+    "refresh_totals",
+    "sessions_for",
+    "system_message",
+    "validate_extension",
+]
+
+logger = logging.getLogger("sessions_app")
+
+_INDEX = re.compile(r"^messages\[(\d+)\]")
+
+
+def sessions_for(user: AbstractBaseUser | AnonymousUser | None) -> QuerySet[Session]:
+    """The sessions `user` may see: their own, nobody else's (the one isolation rule)."""
+    if user is None or not user.is_authenticated:
+        return Session.objects.none()
+    return Session.objects.filter(owner_id=user.pk)
+
+
+def system_message(system: Any) -> dict[str, Any]:
+    """A system prompt (text or blocks) as a leading system message."""
+    return {"role": "system", "content": system}
+
+
+def create_session(
+    owner: User,
+    *,
+    title: str = "",
+    messages: Iterable[Mapping[str, Any]] = (),
+    system: Any = None,
+    context_limit: int | None = None,
+    profile: CompactionProfile | str | None = None,
+    source_format: str = Session.SourceFormat.API,
+    model: str = "",
+    metadata: Mapping[str, Any] | None = None,
+    external_id: str = "",
+    parent: Session | None = None,
+    parent_tool_use_id: str = "",
+) -> Session:
+    """A new session holding `messages` (after an optional system prompt), all or nothing.
+
+    Invalid messages raise InvalidMessagesError with paths relative to `messages`; an
+    unknown profile name raises PolicyError; nothing is stored in either case.
+    """
+    items = _copies(messages)
+    if system is not None and system != "":
+        items = [system_message(system), *items]
+        offset = 1
+    else:
+        offset = 0
+    if context_limit is not None and context_limit <= 0:
+        raise PolicyError("context_limit", "must be positive")
+    chosen = profile_for(None, profile) if isinstance(profile, str) else profile
+    _raise_problems(validate_extension(None, items), offset=offset, system_path="system")
+    with transaction.atomic():
+        session = Session.objects.create(
+            owner=owner,
+            title=title,
+            context_limit=context_limit,
+            profile=chosen if chosen is not None and chosen.pk else None,
+            source_format=source_format,
+            model=model,
+            metadata=dict(metadata or {}),
+            external_id=external_id,
+            parent=parent,
+            parent_tool_use_id=parent_tool_use_id,
+        )
+        if items:
+            _append_validated(session, items, profile=chosen)
+    return session
+
+
+def append_messages(
+    session: Session,
+    messages: Iterable[Mapping[str, Any]],
+    *,
+    expected_version: int | None = None,
+) -> list[Message]:
+    """Append `messages` to the full history and the runtime context, in one transaction.
+
+    They are validated against the context they extend (a user message answering the last
+    assistant's tool_use is accepted); problems raise InvalidMessagesError with paths
+    relative to `messages`. Appends never wait for a running compaction: a compaction only
+    locks the session for its short commit.
+    """
+    items = _copies(messages)
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        if expected_version is not None and locked.version != expected_version:
+            raise VersionConflict(expected_version, locked.version)
+        last = (
+            ContextEntry.objects.filter(session=locked)
+            .select_related("message")
+            .order_by("-position")
+            .first()
+        )
+        previous = entry_message(last) if last is not None else None
+        _raise_problems(validate_extension(previous, items), offset=1 if previous else 0)
+        rows = _append_validated(locked, items) if items else []
+    _copy_totals(locked, session)
+    return rows
+
+
+def _copies(messages: Iterable[Any]) -> list[Any]:
+    """Shallow copies of the messages (anything else is kept for validation to report)."""
+    return [dict(m) if isinstance(m, Mapping) else m for m in messages]
+
+
+def delete_session(session: Session) -> None:
+    """Delete a session with its history, context, compactions, jobs and stored files."""
+    family = [session.pk, *Session.objects.filter(parent=session).values_list("pk", flat=True)]
+    names = [
+        name
+        for name in Compaction.objects.filter(session__in=family).values_list("archive", flat=True)
+        if name
+    ]
+    with transaction.atomic():
+        session.delete()
+    for name in names:
+        _delete_quietly(name)
+    for pk in family:
+        _delete_tree_quietly(f"{BLOB_PREFIX}/{pk}/")
+
+
+def validate_extension(
+    previous: Mapping[str, Any] | None, messages: Sequence[Mapping[str, Any]]
+) -> list[Problem]:
+    """Problems of `messages` appended after `previous`, paths counted over [previous, *messages].
+
+    A final assistant message whose tool calls are not answered yet is allowed: its results
+    arrive with the next append.
+    """
+    combined: list[Any] = [*([previous] if previous is not None else []), *messages]
+    if not combined:
+        return []
+    last = combined[-1]
+    pending = (
+        tool_use_ids(last) if isinstance(last, Mapping) and last.get("role") == "assistant" else []
+    )
+    if pending and all(pending):
+        answer = [{"type": "tool_result", "tool_use_id": i, "content": "pending"} for i in pending]
+        combined.append({"role": "user", "content": answer})
+    return validate_messages(combined)
+
+
+def _raise_problems(problems: list[Problem], *, offset: int, system_path: str = "") -> None:
+    """Raise InvalidMessagesError with paths relative to the caller's `messages` list."""
+    if not problems:
+        return
+    located = [_relocate(problem, offset, system_path) for problem in problems]
+    raise InvalidMessagesError(located)
+
+
+def _relocate(problem: Problem, offset: int, system_path: str) -> Problem:
+    match = _INDEX.match(problem.path)
+    if not match or not offset:
+        return problem
+    index = int(match.group(1)) - offset
+    rest = problem.path[match.end() :]
+    if index >= 0:
+        return Problem(f"messages[{index}]{rest}", problem.message)
+    if system_path:
+        return Problem(f"{system_path}{rest.removeprefix('.content')}", problem.message)
+    return Problem(
+        "messages[0]",
+        f"does not fit after the session's last message: {problem.message}",
+    )
+
+
+def _append_validated(
+    session: Session,
+    items: list[dict[str, Any]],
+    *,
+    profile: CompactionProfile | None = None,
+) -> list[Message]:
+    """Write validated messages as Message and ContextEntry rows; `session` must be locked."""
+    encoding = (profile or profile_for(session)).encoding
+    counts = message_token_counts(items, encoding)
+    now = timezone.now()
+    rows = []
+    for offset, (item, count) in enumerate(zip(items, counts, strict=True)):
+        role, content, extra = split_message(item)
+        rows.append(
+            Message(
+                session=session,
+                seq=session.next_seq + offset,
+                role=role,
+                content=content,
+                extra=extra,
+                token_count=count,
+                original_id=_original_id(extra),
+                created_at=_created_at(extra, now),
+            )
+        )
+    Message.objects.bulk_create(rows)
+    entries = [
+        ContextEntry(
+            session=session,
+            position=session.next_position + offset,
+            kind=ContextEntry.Kind.MESSAGE,
+            message=row,
+            role=row.role,
+            token_count=row.token_count,
+        )
+        for offset, row in enumerate(rows)
+    ]
+    ContextEntry.objects.bulk_create(entries)
+    added = sum(counts)
+    session.next_seq += len(rows)
+    session.next_position += len(rows)
+    session.message_count += len(rows)
+    session.context_entry_count += len(rows)
+    session.history_tokens += added
+    session.context_tokens += added
+    session.version += 1
+    session.save(
+        update_fields=[
+            "next_seq",
+            "next_position",
+            "message_count",
+            "context_entry_count",
+            "history_tokens",
+            "context_tokens",
+            "version",
+            "updated_at",
+        ]
+    )
+    return rows
+
+
+_TOTALS = (
+    "version",
+    "context_revision",
+    "next_seq",
+    "next_position",
+    "message_count",
+    "context_entry_count",
+    "history_tokens",
+    "context_tokens",
+    "compaction_count",
+    "last_usage",
+    "updated_at",
+)
+
+
+def _copy_totals(source: Session, target: Session) -> None:
+    for name in _TOTALS:
+        setattr(target, name, getattr(source, name))
+
+
+def refresh_totals(session: Session) -> None:
+    """Reload the cached totals and version of `session` from the database."""
+    fresh = Session.objects.get(pk=session.pk)
+    _copy_totals(fresh, session)
+
+
+def _original_id(extra: Mapping[str, Any]) -> str:
+    value = extra.get("id")
+    return str(value)[:200] if isinstance(value, str | int) else ""
+
+
+def _created_at(extra: Mapping[str, Any], default: datetime) -> datetime:
+    value = extra.get("created_at") or extra.get("timestamp")
+    if isinstance(value, str):
+        try:
+            parsed = parse_datetime(value)
+        except ValueError:
+            parsed = None
+        if parsed is not None:
+            return parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed)
+    return default
+
+
+def _delete_quietly(name: str) -> None:
+    try:
+        default_storage.delete(name)
+    except OSError:
+        logger.warning("could not delete stored file", extra={"file": name})
+
+
+def _delete_tree_quietly(prefix: str) -> None:
+    try:
+        directories, files = default_storage.listdir(prefix)
+    except (OSError, NotImplementedError):
+        return
+    for name in files:
+        _delete_quietly(f"{prefix}{name}")
+    for directory in directories:
+        _delete_tree_quietly(f"{prefix}{directory}/")

@@ -1,0 +1,332 @@
+"""The full history as a tree: messages, and compaction markers that fold their ranges.
+
+A succeeded compaction folds the original messages `first_seq..last_seq` behind a one-line
+marker. Its children are the compactions whose (effective) parent is it: earlier compactions
+whose summaries it summarized again, so their ranges nest inside its range. Reverted and failed
+compactions fold nothing (they are listed in the compaction log); a child of a reverted
+compaction hangs from the nearest succeeded ancestor.
+
+Histories can be long, so a level of the tree is shown a window at a time: every marker of the
+level in its place, the newest messages of the top level (the oldest inside a marker), and the
+other messages folded into gap rows between the markers that load when opened.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Final, Literal
+
+from django.db.models import Count, Max, Min, Q, QuerySet
+
+from sessions_app.models import Compaction, Message, Session
+
+from .blocks import MessageView, build_message_views
+
+__all__ = [
+    "PAGE_SIZE",
+    "CompactionTree",
+    "GapView",
+    "HistoryWindow",
+    "MarkerView",
+    "history_window",
+    "parse_bound",
+]
+
+#: Messages per window; a window may hold one more to keep a tool call with its result.
+PAGE_SIZE: Final = 40
+
+#: Gaps of at most this many messages are drawn, not folded.
+SMALL_GAP: Final = 3
+
+Direction = Literal["newest", "oldest"]
+
+
+@dataclass(frozen=True)
+class MarkerView:
+    """A compaction marker row, as drawn in its place in the timeline."""
+
+    compaction: Compaction
+    depth: int
+    child_count: int
+    kind: str = "marker"
+
+    @property
+    def number(self) -> int:
+        """The compaction's number in its session."""
+        return self.compaction.number
+
+    @property
+    def saved_ratio(self) -> float | None:
+        """Fraction of tokens the compaction saved (0.8 means 80% fewer), or None."""
+        c = self.compaction
+        if c.tokens_before <= 0:
+            return None
+        return max(0.0, 1 - c.tokens_after / c.tokens_before)
+
+    @property
+    def original_count(self) -> int:
+        """How many original messages the marker folds."""
+        c = self.compaction
+        if c.first_seq is None or c.last_seq is None:
+            return 0
+        return c.last_seq - c.first_seq + 1
+
+
+class CompactionTree:
+    """The succeeded compactions of a session, arranged by their (effective) parents."""
+
+    def __init__(self, compactions: Iterable[Compaction]) -> None:
+        everything = {c.pk: c for c in compactions}
+        self.by_number = {c.number: c for c in everything.values()}
+        active = {pk: c for pk, c in everything.items() if c.status == Compaction.Status.SUCCEEDED}
+        self._parent: dict[int, int | None] = {}
+        for pk, compaction in active.items():
+            parent_id = compaction.parent_id
+            seen: set[int] = set()
+            while parent_id is not None and parent_id not in active and parent_id not in seen:
+                seen.add(parent_id)
+                ancestor = everything.get(parent_id)
+                parent_id = ancestor.parent_id if ancestor else None
+            self._parent[pk] = parent_id if parent_id in active else None
+        self._children: dict[int | None, list[Compaction]] = {}
+        for pk, parent_id in self._parent.items():
+            self._children.setdefault(parent_id, []).append(active[pk])
+        for siblings in self._children.values():
+            siblings.sort(key=lambda c: (c.first_seq if c.first_seq is not None else -1, c.number))
+        self.active = active
+
+    @classmethod
+    def for_session(cls, session: Session) -> CompactionTree:
+        """The tree of one session's compactions."""
+        return cls(Compaction.objects.filter(session=session).order_by("number"))
+
+    def children(self, compaction: Compaction | None) -> list[Compaction]:
+        """Direct children of `compaction`, or the top-level compactions for None."""
+        return self._children.get(compaction.pk if compaction else None, [])
+
+    def depth(self, compaction: Compaction) -> int:
+        """0 for a top-level compaction, 1 for its children, and so on."""
+        depth = 0
+        parent_id = self._parent.get(compaction.pk)
+        while parent_id is not None:
+            depth += 1
+            parent_id = self._parent.get(parent_id)
+        return depth
+
+    def is_top_level(self, compaction: Compaction) -> bool:
+        """True for a succeeded compaction no other active compaction re-summarized: the
+        only kind that can be reverted as it is."""
+        return compaction.pk in self.active and self._parent.get(compaction.pk) is None
+
+    def descendant_count(self, compaction: Compaction) -> int:
+        """How many compactions are nested inside `compaction`, at any depth."""
+        return sum(1 + self.descendant_count(c) for c in self.children(compaction))
+
+    def marker(self, compaction: Compaction) -> MarkerView:
+        """The marker row of `compaction`."""
+        return MarkerView(
+            compaction, self.depth(compaction), child_count=len(self.children(compaction))
+        )
+
+
+@dataclass(frozen=True)
+class GapView:
+    """A run of messages between two markers, folded until asked for (a 'load' row).
+
+    `lo` and `hi` are the exclusive bounds of the run (message seqs or marker keys);
+    `first_seq`..`last_seq` and `count` describe the messages inside it.
+    """
+
+    lo: float
+    hi: float
+    count: int
+    first_seq: int
+    last_seq: int
+    kind: str = "gap"
+
+    @property
+    def lo_param(self) -> str:
+        """`lo` for a URL."""
+        return _bound(self.lo)
+
+    @property
+    def hi_param(self) -> str:
+        """`hi` for a URL."""
+        return _bound(self.hi)
+
+
+def _bound(value: float) -> str:
+    return str(int(value)) if value == int(value) else str(value)
+
+
+Item = MessageView | MarkerView | GapView
+
+
+@dataclass
+class HistoryWindow:
+    """Part of one level of the tree, in timeline order (oldest first).
+
+    Every marker of the level within the bounds is present; of the messages, `limit` are
+    drawn (the newest at the top level, the oldest inside a marker) and the others are
+    folded into gap rows between the markers.
+    """
+
+    items: list[Item]
+    parent: Compaction | None
+    direction: Direction
+    markers: list[MarkerView] = field(default_factory=list)
+
+    @property
+    def gaps(self) -> list[GapView]:
+        """The folded runs of this window."""
+        return [item for item in self.items if isinstance(item, GapView)]
+
+
+def _level_query(session: Session, parent: Compaction | None, children: Sequence[Compaction]) -> Q:
+    """The messages shown at one level: the parent's range minus the children's ranges."""
+    q = Q(session=session)
+    if parent is not None:
+        q &= Q(seq__gte=parent.first_seq or 0)
+        if parent.last_seq is not None:
+            q &= Q(seq__lte=parent.last_seq)
+    for child in children:
+        if child.first_seq is not None and child.last_seq is not None:
+            q &= ~Q(seq__gte=child.first_seq, seq__lte=child.last_seq)
+    return q
+
+
+def _marker_keys(session: Session, markers: Sequence[Compaction]) -> list[tuple[float, Compaction]]:
+    """Each marker's place in the timeline: its first message, or its time when rangeless."""
+    keyed = [(float(c.first_seq), c) for c in markers if c.first_seq is not None]
+    rangeless = [c for c in markers if c.first_seq is None]
+    if rangeless:
+        times = list(
+            Message.objects.filter(session=session).order_by("seq").values_list("created_at", "seq")
+        )
+        stamps: list[datetime] = [t for t, _ in times]
+        for compaction in rangeless:
+            index = bisect_right(stamps, compaction.created_at)
+            keyed.append(((times[index - 1][1] + 0.5) if index else -0.5, compaction))
+    return keyed
+
+
+def _answers_tools(message: Message) -> bool:
+    content = message.content
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    )
+
+
+def parse_bound(value: str | None) -> float | None:
+    """A window bound from a URL parameter (None when absent or not a number)."""
+    if value is None:
+        return None
+    try:
+        bound = float(value)
+    except ValueError:
+        return None
+    return bound if math.isfinite(bound) else None
+
+
+def _between(query: QuerySet[Message], lo: float | None, hi: float | None) -> QuerySet[Message]:
+    """Messages strictly between the bounds (which may be half-way keys like 12.5)."""
+    if lo is not None:
+        query = query.filter(seq__gt=math.floor(lo))
+    if hi is not None:
+        query = query.filter(seq__lt=math.ceil(hi))
+    return query
+
+
+def _take(query: QuerySet[Message], direction: Direction, limit: int) -> tuple[list[Message], bool]:
+    """`limit` messages from the preferred end, never ending between a tool call and its
+    result; and whether any are left."""
+    rows = list(query.order_by("-seq" if direction == "newest" else "seq")[: limit + 2])
+    window = rows[:limit]
+    if len(rows) > limit:
+        edge = window[-1] if direction == "newest" else rows[limit]
+        if _answers_tools(edge):
+            window.append(rows[limit])
+    more = len(rows) > len(window)
+    if direction == "newest":
+        window.reverse()
+    return window, more
+
+
+def _gaps(
+    query: QuerySet[Message], lo: float | None, hi: float | None, keys: list[float]
+) -> list[GapView]:
+    """The untaken messages in (lo, hi), split into runs by the marker keys."""
+    edges = [lo, *sorted(k for k in keys if (lo is None or k > lo) and (hi is None or k < hi)), hi]
+    gaps = []
+    for low, high in itertools.pairwise(edges):
+        stats = _between(query, low, high).aggregate(
+            count=Count("pk"), first=Min("seq"), last=Max("seq")
+        )
+        if stats["count"]:
+            gaps.append(
+                GapView(
+                    lo=low if low is not None else stats["first"] - 1,
+                    hi=high if high is not None else stats["last"] + 1,
+                    count=stats["count"],
+                    first_seq=stats["first"],
+                    last_seq=stats["last"],
+                )
+            )
+    return gaps
+
+
+def history_window(
+    session: Session,
+    *,
+    tree: CompactionTree | None = None,
+    parent: Compaction | None = None,
+    lo: float | None = None,
+    hi: float | None = None,
+    limit: int = PAGE_SIZE,
+) -> HistoryWindow:
+    """A window of the top level (parent None) or of a marker's originals, within (lo, hi).
+
+    All markers of the level in the bounds are included, in their places; `limit` messages
+    are drawn (the newest at the top level, the oldest inside a marker) and the rest fold
+    into gap rows that load on demand. A window never separates a tool call from its result.
+    """
+    tree = tree or CompactionTree.for_session(session)
+    direction: Direction = "newest" if parent is None else "oldest"
+    children = tree.children(parent)
+    level = Message.objects.filter(_level_query(session, parent, children))
+    window, more = _take(_between(level, lo, hi), direction, limit)
+    keyed = [
+        (key, compaction)
+        for key, compaction in _marker_keys(session, children)
+        if (lo is None or key > lo) and (hi is None or key < hi)
+    ]
+    items: list[tuple[float, Item]] = [
+        (float(view.seq if view.seq is not None else 0), view)
+        for view in build_message_views(window)
+    ]
+    markers = [tree.marker(c) for _, c in keyed]
+    items += [(key, marker) for (key, _), marker in zip(keyed, markers, strict=True)]
+    if more and window:
+        rest_lo: float | None
+        rest_hi: float | None
+        if direction == "newest":
+            rest_lo, rest_hi = lo, float(window[0].seq)
+        else:
+            rest_lo, rest_hi = float(window[-1].seq), hi
+        small: list[Message] = []
+        for gap in _gaps(level, rest_lo, rest_hi, [key for key, _ in keyed]):
+            if gap.count <= SMALL_GAP:
+                # Not worth a row of its own: draw its few messages.
+                small += _between(level, gap.lo, gap.hi).order_by("seq")
+            else:
+                items.append((gap.lo + 0.25, gap))
+        items += [(float(view.seq or 0), view) for view in build_message_views(small)]
+    items.sort(key=lambda pair: pair[0])
+    return HistoryWindow(
+        items=[item for _, item in items], parent=parent, direction=direction, markers=markers
+    )

@@ -1,0 +1,258 @@
+"""The token timeline: full-history tokens and runtime tokens over a session, as SVG geometry.
+
+The x axis is the message sequence. The full history only grows; the runtime context grows
+with it until a compaction drops it to the compaction's `tokens_after`. Each drop is marked.
+Coordinates are computed here so the template only prints numbers (no inline style: CSP).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Final
+
+from sessions_app.models import Compaction, Message, Session
+
+from .caching import session_cached
+from .limits import Limits
+
+__all__ = ["ChartMarker", "ChartTick", "TimelineChart", "token_timeline"]
+
+WIDTH: Final = 720
+HEIGHT: Final = 206
+LEFT: Final = 52
+RIGHT: Final = 14
+TOP: Final = 36
+BOTTOM: Final = 26
+#: At most this many message points per line (drops are always kept).
+MAX_POINTS: Final = 480
+
+
+@dataclass(frozen=True)
+class ChartTick:
+    """An axis tick: its position and label."""
+
+    position: float
+    label: str
+
+
+@dataclass(frozen=True)
+class ChartMarker:
+    """A compaction's drop: where it is, how far the runtime line fell, and its label."""
+
+    number: int
+    x: float
+    y_before: float
+    y_after: float
+    tokens_before: int
+    tokens_after: int
+    trigger: str
+    reverted: bool
+    label_y: float = 0.0
+
+
+@dataclass(frozen=True)
+class TimelineChart:
+    """Everything the SVG template needs."""
+
+    width: int
+    height: int
+    plot_left: int
+    plot_right: int
+    plot_top: int
+    plot_bottom: int
+    full_points: str
+    runtime_points: str
+    runtime_area: str
+    limit_y: float
+    threshold_y: float
+    y_ticks: list[ChartTick]
+    x_ticks: list[ChartTick]
+    markers: list[ChartMarker]
+    full_total: int
+    runtime_total: int
+    full_off_scale: bool
+    message_count: int
+
+    @property
+    def plot_width(self) -> int:
+        """Width of the plot area."""
+        return self.plot_right - self.plot_left
+
+    @property
+    def plot_height(self) -> int:
+        """Height of the plot area."""
+        return self.plot_bottom - self.plot_top
+
+    @property
+    def empty(self) -> bool:
+        """True when the session has no messages yet."""
+        return self.message_count == 0
+
+
+def short_tokens(value: float) -> str:
+    """12345 -> '12.3k', 2_100_000 -> '2.1M'."""
+    if value >= 1_000_000:
+        return f"{value / 1_000_000:.1f}M".replace(".0M", "M")
+    if value >= 1000:
+        return f"{value / 1000:.1f}k".replace(".0k", "k")
+    return str(int(value))
+
+
+@dataclass
+class _Point:
+    index: float
+    full: int
+    runtime: int
+
+
+def _drop_positions(
+    session: Session, compactions: list[Compaction]
+) -> list[tuple[int, Compaction]]:
+    """After how many messages each compaction ran (by time, and never before its range)."""
+    positions = []
+    for compaction in compactions:
+        after = (
+            Message.objects.filter(session=session, created_at__gt=compaction.created_at)
+            .order_by("seq")
+            .values_list("seq", flat=True)
+            .first()
+        )
+        position = after if after is not None else session.message_count
+        if compaction.last_seq is not None:
+            position = max(position, compaction.last_seq + 1)
+        positions.append((position, compaction))
+    positions.sort(key=lambda pair: (pair[0], pair[1].created_at, pair[1].number))
+    return positions
+
+
+def _series(
+    tokens: list[int], drops: list[tuple[int, Compaction]]
+) -> tuple[list[_Point], list[tuple[_Point, _Point, Compaction]]]:
+    """Points of both lines in order (thinned), and the before/after points of each drop."""
+    count = len(tokens)
+    full = [0, *accumulate(tokens)]
+    at_position: dict[int, list[Compaction]] = {}
+    for position, compaction in drops:
+        at_position.setdefault(min(position, count), []).append(compaction)
+    step = max(1, count // MAX_POINTS)
+    indexes = sorted({*range(0, count + 1, step), count, *at_position})
+    points: list[_Point] = []
+    events: list[tuple[_Point, _Point, Compaction]] = []
+    saved = 0
+    for index in indexes:
+        here = at_position.get(index, [])
+        if not here:
+            points.append(_Point(index, full[index], full[index] - saved))
+            continue
+        for compaction in here:
+            before = _Point(index, full[index], full[index] - saved)
+            if compaction.status == Compaction.Status.SUCCEEDED:
+                saved += max(0, before.runtime - int(compaction.tokens_after))
+            after = _Point(index, full[index], full[index] - saved)
+            points += [before, after]
+            events.append((before, after, compaction))
+    return points, events
+
+
+#: Labels of drops closer than this (in SVG units) are stacked instead of overlapping.
+LABEL_GAP: Final = 22
+LABEL_ROWS: Final = 3
+
+
+def _stagger_labels(markers: list[ChartMarker]) -> list[ChartMarker]:
+    """Each marker with its label's y: one row above the plot, stacked when crowded."""
+    placed: list[ChartMarker] = []
+    row_ends: list[float] = []  # x of the last label in each row
+    for marker in sorted(markers, key=lambda m: m.x):
+        row = next((i for i, end in enumerate(row_ends) if marker.x - end >= LABEL_GAP), None)
+        if row is None and len(row_ends) < LABEL_ROWS:
+            row = len(row_ends)
+            row_ends.append(marker.x)
+        elif row is None:
+            row = min(range(LABEL_ROWS), key=lambda i: row_ends[i])
+        row_ends[row] = marker.x
+        placed.append(dataclasses.replace(marker, label_y=TOP - 4 - 11 * row))
+    return placed
+
+
+def token_timeline(session: Session, limits: Limits) -> TimelineChart:
+    """The chart of one session (cached until the session changes)."""
+    return session_cached(
+        session,
+        "timeline",
+        lambda: _build(session, limits),
+        limits.context_limit,
+        limits.trigger_ratio,
+    )
+
+
+def _build(session: Session, limits: Limits) -> TimelineChart:
+    rows = list(
+        Message.objects.filter(session=session).order_by("seq").values_list("seq", "token_count")
+    )
+    compactions = list(
+        Compaction.objects.filter(session=session)
+        .exclude(status=Compaction.Status.FAILED)
+        .order_by("number")
+    )
+    points, events = _series([r[1] for r in rows], _drop_positions(session, compactions))
+    n = max(1, len(rows))
+    runtime_max = max((p.runtime for p in points), default=0)
+    full_max = points[-1].full if points else 0
+    y_max = max(limits.context_limit, runtime_max) * 1.08 or 1
+    plot_w = WIDTH - LEFT - RIGHT
+    plot_h = HEIGHT - TOP - BOTTOM
+    bottom = TOP + plot_h
+
+    def x(index: float) -> float:
+        return round(LEFT + plot_w * index / n, 1)
+
+    def y(value: float) -> float:
+        return round(bottom - plot_h * min(value, y_max * 1.02) / y_max, 1)
+
+    thin = points
+    runtime_points = " ".join(f"{x(p.index)},{y(p.runtime)}" for p in thin)
+    ticks = [0.25, 0.5, 0.75, 1.0]
+    x_tick_count = min(5, len(rows))
+    return TimelineChart(
+        width=WIDTH,
+        height=HEIGHT,
+        plot_left=LEFT,
+        plot_right=WIDTH - RIGHT,
+        plot_top=TOP,
+        plot_bottom=bottom,
+        full_points=" ".join(f"{x(p.index)},{y(p.full)}" for p in thin),
+        runtime_points=runtime_points,
+        runtime_area=f"{x(0)},{bottom} {runtime_points} {x(thin[-1].index)},{bottom}",
+        limit_y=y(limits.context_limit),
+        threshold_y=y(limits.threshold),
+        y_ticks=[
+            ChartTick(y(limits.context_limit * t), short_tokens(limits.context_limit * t))
+            for t in ticks
+        ],
+        x_ticks=[
+            ChartTick(x(n * i / x_tick_count), str(round(n * i / x_tick_count)))
+            for i in range(1, x_tick_count + 1)
+        ],
+        markers=_stagger_labels(
+            [
+                ChartMarker(
+                    number=c.number,
+                    x=x(before.index),
+                    y_before=y(before.runtime),
+                    y_after=y(after.runtime),
+                    tokens_before=int(c.tokens_before),
+                    tokens_after=int(c.tokens_after),
+                    trigger=c.trigger,
+                    reverted=c.status != Compaction.Status.SUCCEEDED,
+                )
+                for before, after, c in events
+            ]
+        ),
+        full_total=full_max,
+        runtime_total=int(session.context_tokens),
+        full_off_scale=full_max > y_max,
+        message_count=len(rows),
+    )

@@ -1,0 +1,234 @@
+"""Actions on a session: compact now (with a dry-run preview), live job progress, offload, revert.
+
+Each action answers with a small partial for its panel; when the session changed, the
+response also fires `session-changed` so the gauge, chart and open tab reload in place.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any, Final
+
+from django import forms
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET, require_POST
+
+from compaction import CompactionError
+from sessions_app.models import CompactionJob, CompactionProfile, ContextEntry, Session
+from sessions_app.services import jobs
+from sessions_app.services.compacting import compact_session
+from sessions_app.services.errors import Conflict
+from sessions_app.services.offloading import offload_session
+from sessions_app.services.reverting import revert_compaction
+from sessions_app.viewmodels.blocks import MessageView, build_message_views
+
+from .common import owned_session, session_changed
+
+__all__ = [
+    "CompactForm",
+    "compact",
+    "compact_preview",
+    "job_progress",
+    "offload",
+    "revert",
+]
+
+ACTIONS = "sessions/_actions.html"
+#: Rows of the preview's list of messages that would be summarized.
+PREVIEW_ROWS: Final = 30
+#: The phases a background compaction goes through, as shown in its progress list.
+PHASES: Final = (
+    ("queued", "Queued"),
+    ("started", "Started"),
+    ("selective", "Pruning old tool blocks"),
+    ("summary", "Summarizing"),
+    ("commit", "Committing"),
+    ("done", "Done"),
+)
+
+
+class CompactForm(forms.Form):
+    """Compact-now parameters: a profile (default: the session's) and extra instructions."""
+
+    profile = forms.CharField(max_length=64, required=False)
+    instructions = forms.CharField(max_length=4000, required=False, widget=forms.Textarea)
+
+
+class OffloadForm(forms.Form):
+    """Offload parameters: the size from which a tool result goes to a file."""
+
+    min_chars = forms.IntegerField(min_value=1, max_value=10_000_000, required=False)
+
+
+@dataclass(frozen=True)
+class PreviewRow:
+    """One context entry that the compaction would fold into its summary."""
+
+    position: int
+    kind: str
+    seq: int | None
+    view: MessageView | None
+    tokens: int
+
+
+def _params(form: CompactForm) -> dict[str, Any]:
+    return {
+        "profile": form.cleaned_data["profile"] or None,
+        "instructions": form.cleaned_data["instructions"] or None,
+    }
+
+
+def _error(request: HttpRequest, message: str, *, status: int = 200) -> HttpResponse:
+    return render(request, f"{ACTIONS}#notice", {"level": "error", "text": message}, status=status)
+
+
+def _preview_rows(session: Session, entry_ids: list[Any]) -> list[PreviewRow]:
+    entries = list(
+        ContextEntry.objects.filter(session=session, pk__in=entry_ids[:PREVIEW_ROWS])
+        .select_related("message")
+        .order_by("position")
+    )
+    messages = [e.message for e in entries if e.message is not None]
+    views = {v.seq: v for v in build_message_views(messages)}
+    return [
+        PreviewRow(
+            position=e.position,
+            kind=e.kind,
+            seq=e.message.seq if e.message else None,
+            view=views.get(e.message.seq) if e.message else None,
+            tokens=e.token_count,
+        )
+        for e in entries
+    ]
+
+
+@login_required
+@require_POST
+def compact_preview(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """Dry run: what would be summarized, the predicted tokens and summary; nothing stored."""
+    session = owned_session(request, session_id)
+    form = CompactForm(request.POST)
+    if not form.is_valid():
+        return _error(request, "Check the compaction settings.")
+    params = _params(form)
+    try:
+        outcome = compact_session(session, dry_run=True, **params)
+    except (CompactionError, Conflict) as error:
+        return _error(request, f"Preview failed: {error}")
+    preview = outcome.preview or {}
+    ids = [i for i in preview.get("middle_entry_ids") or [] if i is not None]
+    context = {
+        "session": session,
+        "preview": preview,
+        "rows": _preview_rows(session, ids),
+        "hidden_rows": max(0, len(ids) - PREVIEW_ROWS),
+        "params": params,
+        "outcome": outcome,
+    }
+    return render(request, f"{ACTIONS}#preview", context)
+
+
+@login_required
+@require_POST
+def compact(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """Queue a background compaction and answer with its live progress."""
+    session = owned_session(request, session_id)
+    form = CompactForm(request.POST)
+    if not form.is_valid():
+        return _error(request, "Check the compaction settings.")
+    profile = form.cleaned_data["profile"]
+    if profile and not CompactionProfile.objects.filter(name=profile).exists():
+        return _error(request, f"Unknown profile {profile!r}.")
+    running = jobs.active_job(session)
+    if running is not None:
+        return _job_response(request, session, running)
+    job = jobs.enqueue_compaction(session, params={**_params(form), "trigger": "manual"})
+    job.refresh_from_db()
+    return _job_response(request, session, job)
+
+
+def _job_response(request: HttpRequest, session: Session, job: CompactionJob) -> HttpResponse:
+    done = job.status in {CompactionJob.Status.SUCCEEDED, CompactionJob.Status.FAILED}
+    context = {"session": session, "job": job, "done": done, "phases": _phases(job)}
+    response = render(request, f"{ACTIONS}#job", context)
+    return session_changed(response) if done else response
+
+
+def _phases(job: CompactionJob) -> list[tuple[str, str, str]]:
+    """(key, label, state) of each phase: done, skipped, current, failed or todo."""
+    seen = {str(e.get("phase", "")).split("_")[0] for e in job.events if isinstance(e, dict)}
+    seen.add("queued")
+    if job.status != CompactionJob.Status.QUEUED:
+        seen.add("started")
+    if job.status == CompactionJob.Status.SUCCEEDED:
+        seen |= {"commit", "done"}
+    keys = [key for key, _ in PHASES]
+    last = max(keys.index(key) for key in seen if key in keys)
+    next_state = "failed" if job.status == CompactionJob.Status.FAILED else "current"
+    states = []
+    for index, (key, label) in enumerate(PHASES):
+        if key in seen:
+            state = "done"
+        elif index < last:
+            state = "skipped"
+        elif index == last + 1:
+            state = next_state
+        else:
+            state = "todo"
+        states.append((key, label, state))
+    return states
+
+
+@login_required
+@require_GET
+def job_progress(request: HttpRequest, session_id: uuid.UUID, job_id: uuid.UUID) -> HttpResponse:
+    """A job's progress; polled every second until it is done (then polling stops)."""
+    session = owned_session(request, session_id)
+    job = get_object_or_404(CompactionJob, session=session, pk=job_id)
+    return _job_response(request, session, job)
+
+
+@login_required
+@require_POST
+def offload(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """Offload large tool results of the runtime context to files."""
+    session = owned_session(request, session_id)
+    form = OffloadForm(request.POST)
+    if not form.is_valid():
+        return _error(request, "The size must be a positive number of characters.")
+    try:
+        result = offload_session(session, min_chars=form.cleaned_data["min_chars"])
+    except Conflict as error:
+        return _error(request, f"Offload failed: {error}")
+    count = int(result.get("offloaded_count", 0))
+    if not count:
+        text = "No tool result was large enough to offload."
+        return render(request, f"{ACTIONS}#notice", {"level": "info", "text": text})
+    text = (
+        f"Offloaded {count} tool result{'s' if count != 1 else ''} "
+        f"({result.get('freed_chars', 0):,} characters): "
+        f"{result.get('tokens_before', 0):,} → {result.get('tokens_after', 0):,} tokens."
+    )
+    response = render(request, f"{ACTIONS}#notice", {"level": "success", "text": text})
+    return session_changed(response)
+
+
+@login_required
+@require_POST
+def revert(request: HttpRequest, session_id: uuid.UUID, number: int) -> HttpResponse:
+    """Undo compaction `number`: its original entries come back into the runtime context."""
+    session = owned_session(request, session_id)
+    try:
+        revert_compaction(session, number)
+    except Conflict as error:
+        return _error(request, f"Cannot revert #{number}: {error}")
+    except CompactionError as error:
+        return _error(request, f"Cannot revert #{number}: {error}")
+    except session.compactions.model.DoesNotExist:
+        return _error(request, f"There is no compaction #{number}.", status=404)
+    text = f"Reverted compaction #{number}: its original messages are back in the context."
+    response = render(request, f"{ACTIONS}#notice", {"level": "success", "text": text})
+    return session_changed(response)

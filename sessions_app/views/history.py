@@ -1,0 +1,139 @@
+"""The history's lazy parts: older windows, a marker's summary and originals, full contents."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from compaction import BlobStoreError
+from sessions_app.models import Message
+from sessions_app.services.offloading import blob_store_for
+from sessions_app.viewmodels.blocks import build_message_views, result_text
+from sessions_app.viewmodels.history import CompactionTree, history_window, parse_bound
+
+from .common import owned_compaction, owned_session
+
+__all__ = [
+    "compaction_originals",
+    "compaction_summary",
+    "history_gap",
+    "message_full",
+    "message_range",
+    "offloaded_content",
+    "tool_result_full",
+]
+
+HISTORY = "sessions/_history.html"
+#: At most this many messages in one range request (the compare tab's folded runs).
+MAX_RANGE = 200
+
+
+def _bounds(request: HttpRequest) -> tuple[float | None, float | None]:
+    return parse_bound(request.GET.get("lo")), parse_bound(request.GET.get("hi"))
+
+
+@login_required
+@require_GET
+def history_gap(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """The top level between `?lo=` and `?hi=` (a gap row opened): its newest messages."""
+    session = owned_session(request, session_id)
+    lo, hi = _bounds(request)
+    window = history_window(session, lo=lo, hi=hi)
+    return render(request, f"{HISTORY}#window", {"session": session, "window": window})
+
+
+@login_required
+@require_GET
+def compaction_summary(request: HttpRequest, session_id: uuid.UUID, number: int) -> HttpResponse:
+    """A marker's summary text, with who wrote it and the instructions it was given."""
+    compaction = owned_compaction(request, session_id, number)
+    tree = CompactionTree.for_session(compaction.session)
+    context = {
+        "session": compaction.session,
+        "compaction": compaction,
+        "revertable": tree.is_top_level(compaction),
+    }
+    return render(request, f"{HISTORY}#summary", context)
+
+
+@login_required
+@require_GET
+def compaction_originals(request: HttpRequest, session_id: uuid.UUID, number: int) -> HttpResponse:
+    """A marker's original messages (its oldest ones, or those between `?lo=` and `?hi=`),
+    with the markers nested inside it in their places."""
+    compaction = owned_compaction(request, session_id, number)
+    session = compaction.session
+    tree = CompactionTree.for_session(session)
+    if compaction.pk not in tree.active:
+        raise Http404("this compaction folds no messages")
+    lo, hi = _bounds(request)
+    window = history_window(session, tree=tree, parent=compaction, lo=lo, hi=hi)
+    context = {"session": session, "window": window, "compaction": compaction}
+    return render(request, f"{HISTORY}#window", context)
+
+
+@login_required
+@require_GET
+def message_full(request: HttpRequest, session_id: uuid.UUID, seq: int) -> HttpResponse:
+    """One message with nothing cut (what a 'show all' button loads)."""
+    session = owned_session(request, session_id)
+    message = get_object_or_404(Message, session=session, seq=seq)
+    view = build_message_views([message], full=True)[0]
+    context = {"session": session, "m": view, "full": True}
+    return render(request, "sessions/_message.html", context)
+
+
+@login_required
+@require_GET
+def message_range(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """History messages `?first=`..`?last=` (at most MAX_RANGE), for the compare tab."""
+    session = owned_session(request, session_id)
+    try:
+        first, last = int(request.GET["first"]), int(request.GET["last"])
+    except (KeyError, ValueError):
+        raise Http404("first and last are required") from None
+    rows = Message.objects.filter(session=session, seq__gte=first, seq__lte=last).order_by("seq")
+    rows_list = list(rows[: MAX_RANGE + 1])
+    more = len(rows_list) > MAX_RANGE
+    views = build_message_views(rows_list[:MAX_RANGE])
+    context = {"session": session, "views": views, "more": more, "last": last}
+    return render(request, f"{HISTORY}#range", context)
+
+
+@login_required
+@require_GET
+def tool_result_full(
+    request: HttpRequest, session_id: uuid.UUID, seq: int, tool_use_id: str
+) -> HttpResponse:
+    """The whole output of one tool call, as it is in the full history."""
+    session = owned_session(request, session_id)
+    message = get_object_or_404(Message, session=session, seq=seq)
+    blocks = message.content if isinstance(message.content, list) else []
+    for block in blocks:
+        if (
+            isinstance(block, dict)
+            and block.get("type") == "tool_result"
+            and str(block.get("tool_use_id")) == tool_use_id
+        ):
+            text = result_text(block.get("content"))
+            context = {"session": session, "text": text, "is_error": bool(block.get("is_error"))}
+            return render(request, f"{HISTORY}#full_text", context)
+    raise Http404("no such tool result")
+
+
+@login_required
+@require_GET
+def offloaded_content(request: HttpRequest, session_id: uuid.UUID, name: str) -> HttpResponse:
+    """An offloaded tool result's file, as plain text (never rendered as HTML)."""
+    session = owned_session(request, session_id)
+    try:
+        data = blob_store_for(session).read(name.removeprefix("./"))
+    except BlobStoreError:
+        raise Http404("no such offloaded content") from None
+    response = HttpResponse(data, content_type="text/plain; charset=utf-8")
+    response.headers["Content-Disposition"] = "inline"
+    return response

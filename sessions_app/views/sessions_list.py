@@ -1,0 +1,29 @@
+"""`/`: the user's sessions with search, sort, cursor pagination and an upload form."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET
+
+from sessions_app.services.sessions import sessions_for
+from sessions_app.viewmodels.listing import SORTS, session_page
+
+from .common import page_or_partial
+from .upload import FORMAT_CHOICES
+
+__all__ = ["session_list"]
+
+
+@login_required
+@require_GET
+def session_list(request: HttpRequest) -> HttpResponse:
+    """The list page, or only its results for an HTMX search/sort/page request."""
+    page = session_page(
+        sessions_for(request.user),
+        query=request.GET.get("q", "")[:200],
+        sort=request.GET.get("sort", ""),
+        cursor=request.GET.get("cursor", "")[:500],
+    )
+    context = {"page": page, "sorts": SORTS, "formats": FORMAT_CHOICES}
+    return page_or_partial(request, "sessions/list.html", "results", context)

@@ -1,0 +1,90 @@
+"""The session page's tabs: history, now vs before, runtime context and compaction log.
+
+Each tab loads on its own URL for HTMX (the page pushes `?tab=` so reloads keep it); a plain
+request to a tab URL redirects to the page with that tab open.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any, Final
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from sessions_app.models import Compaction, Session
+from sessions_app.services import context as context_service
+from sessions_app.viewmodels.compare import compare_view
+from sessions_app.viewmodels.history import CompactionTree, history_window
+
+from .common import is_htmx, owned_session
+
+__all__ = ["TAB_TEMPLATES", "tab_context", "tab_view"]
+
+TAB_TEMPLATES: Final = {
+    "history": "sessions/_history.html#tab",
+    "compare": "sessions/_compare.html#tab",
+    "context": "sessions/_context.html#tab",
+    "log": "sessions/_log.html#tab",
+}
+CONTEXT_FORMATS: Final = ("anthropic", "openai")
+
+
+def _history(request: HttpRequest, session: Session) -> dict[str, Any]:
+    tree = CompactionTree.for_session(session)
+    return {"window": history_window(session, tree=tree), "tree": tree}
+
+
+def _compare(request: HttpRequest, session: Session) -> dict[str, Any]:
+    return {"compare": compare_view(session)}
+
+
+def _context(request: HttpRequest, session: Session) -> dict[str, Any]:
+    fmt = request.GET.get("format", "anthropic")
+    fmt = fmt if fmt in CONTEXT_FORMATS else "anthropic"
+    payload = context_service.context_payload(session, "openai" if fmt == "openai" else "anthropic")
+    return {"payload": payload, "format": fmt, "formats": CONTEXT_FORMATS}
+
+
+def _log(request: HttpRequest, session: Session) -> dict[str, Any]:
+    compactions = list(
+        Compaction.objects.filter(session=session).select_related("parent").order_by("-number")
+    )
+    tree = CompactionTree(compactions)
+    revertable = {c.number for c in compactions if tree.is_top_level(c)}
+    return {"compactions": compactions, "tree": tree, "revertable": revertable}
+
+
+_BUILDERS: Final[dict[str, Callable[[HttpRequest, Session], dict[str, Any]]]] = {
+    "history": _history,
+    "compare": _compare,
+    "context": _context,
+    "log": _log,
+}
+
+
+def tab_context(request: HttpRequest, session: Session, tab: str) -> dict[str, Any]:
+    """What the template of `tab` needs."""
+    return {"tab_template": TAB_TEMPLATES[tab], **_BUILDERS[tab](request, session)}
+
+
+@login_required
+@require_GET
+def tab_view(request: HttpRequest, session_id: uuid.UUID, tab: str) -> HttpResponse:
+    """One tab's content for HTMX; a plain request opens the page on that tab."""
+    session = owned_session(request, session_id)
+    if tab not in TAB_TEMPLATES:
+        tab = "history"
+    if not is_htmx(request):
+        url = reverse("ui:session", args=[session.pk])
+        query = request.GET.copy()
+        query["tab"] = tab
+        return redirect(f"{url}?{query.urlencode()}")
+    context = {"session": session, "tab": tab, **tab_context(request, session, tab)}
+    response = render(request, TAB_TEMPLATES[tab], context)
+    response.headers["Vary"] = "HX-Request"
+    return response

@@ -1,0 +1,80 @@
+"""Importing a transcript file from the sessions list (through the importers' `import_file`)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from compaction import CompactionError
+from sessions_app.importing import import_file
+
+__all__ = ["FORMAT_CHOICES", "ImportForm", "import_transcript"]
+
+logger = logging.getLogger("sessions_app")
+
+FORMAT_CHOICES: Final = [
+    ("", "Detect automatically"),
+    ("claude_code", "Claude Code JSONL"),
+    ("codex", "Codex CLI rollout"),
+    ("openai", "OpenAI chat messages"),
+    ("anthropic", "Anthropic messages"),
+    ("swe_agent", "SWE-agent trajectory"),
+    ("openhands", "OpenHands events"),
+]
+
+
+class ImportForm(forms.Form):
+    """A transcript file, its format (detected when empty) and an optional title."""
+
+    file = forms.FileField()
+    format = forms.ChoiceField(choices=FORMAT_CHOICES, required=False)
+    title = forms.CharField(max_length=300, required=False)
+
+
+@login_required
+@require_POST
+def import_transcript(request: HttpRequest) -> HttpResponse:
+    """Import the uploaded file as a new session of the user, then open it."""
+    form = ImportForm(request.POST, request.FILES)
+    if not form.is_valid():
+        messages.error(request, "Choose a transcript file to import.")
+        return _back(request, reverse("ui:session_list"))
+    upload = form.cleaned_data["file"]
+    owner = request.user
+    if not isinstance(owner, AbstractBaseUser):  # login_required makes this unreachable
+        return redirect("login")
+    try:
+        report = import_file(
+            owner,
+            upload,
+            format=form.cleaned_data["format"] or None,
+            title=form.cleaned_data["title"] or None,
+            name=upload.name or "",
+        )
+    except (ValueError, CompactionError) as error:
+        messages.error(request, f"Could not import {upload.name}: {error}")
+        return _back(request, reverse("ui:session_list"))
+    counts = report.counts
+    messages.success(
+        request,
+        f"Imported {upload.name} ({report.source_format}): {counts.get('messages', 0)} messages, "
+        f"{counts.get('compactions', 0)} compactions"
+        + (f", {report.skipped_count} lines skipped." if report.skipped_count else "."),
+    )
+    return _back(request, reverse("ui:session", args=[report.session.pk]))
+
+
+def _back(request: HttpRequest, url: str) -> HttpResponse:
+    if getattr(request, "htmx", False):
+        return HttpResponseClientRedirect(url)
+    return redirect(url)

@@ -1,0 +1,145 @@
+"""Real-browser fixtures: Debian's chromium, driven by Playwright, against live_server.
+
+Skipped cleanly when /usr/bin/chromium is absent (never `playwright install`). Screenshots of
+every test go to test-artifacts/ (gitignored).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+PASSWORD = "browser-password-123"
+ASYNC_UNSAFE = "DJANGO_ALLOW_ASYNC_UNSAFE"
+SCRIPTED_SUMMARY = "Browser summary: the CLI now uses the new parser; tests pass."
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless chromium per test module.
+
+    Playwright's sync API keeps an event loop running in this thread while it is started,
+    which makes Django refuse ORM calls; the tests' own ORM calls between browser steps are
+    plain synchronous ones, so DJANGO_ALLOW_ASYNC_UNSAFE is set, for this module only.
+    """
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is not installed (make chromium installs it)")
+    from playwright.sync_api import sync_playwright
+
+    previous = os.environ.get(ASYNC_UNSAFE)
+    os.environ[ASYNC_UNSAFE] = "true"
+    playwright = sync_playwright().start()
+    try:
+        try:
+            instance = playwright.chromium.launch(
+                executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS
+            )
+        except Exception as error:  # a broken install is a skip, not an app failure
+            pytest.skip(f"chromium could not start: {error}")
+        yield instance
+        instance.close()
+    finally:
+        playwright.stop()
+        if previous is None:
+            os.environ.pop(ASYNC_UNSAFE, None)
+        else:
+            os.environ[ASYNC_UNSAFE] = previous
+
+
+@dataclass
+class Watch:
+    """What the page did besides rendering: dialogs, console errors, requests."""
+
+    dialogs: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+
+
+@pytest.fixture
+def watch() -> Watch:
+    return Watch()
+
+
+@pytest.fixture
+def page(browser: Any, watch: Watch, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A fresh browser context and page; a screenshot is kept whatever the outcome."""
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    context.set_default_timeout(10_000)
+    tab = context.new_page()
+
+    def on_dialog(dialog: Any) -> None:
+        watch.dialogs.append(f"{dialog.type}: {dialog.message}")
+        if dialog.type == "confirm" and dialog.message.startswith("Revert compaction"):
+            dialog.accept()
+        else:
+            dialog.dismiss()
+
+    tab.on("dialog", on_dialog)
+    tab.on(
+        "console",
+        lambda message: watch.errors.append(message.text) if message.type == "error" else None,
+    )
+    tab.on("pageerror", lambda error: watch.errors.append(str(error)))
+    tab.on("request", lambda req: watch.requests.append(req.url))
+    yield tab
+    ARTIFACTS.mkdir(exist_ok=True)
+    name = re.sub(r"[^\w.-]+", "_", request.node.name)
+    try:
+        tab.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def browser_user(transactional_db: Any) -> Any:
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.create_user(username="carol", password=PASSWORD)
+
+
+@pytest.fixture
+def browser_session(browser_user: Any) -> Any:
+    """carol's session with nested compactions and hostile content (see conftest_ui)."""
+    from tests.sessions_app.conftest_ui import build_ui_session
+
+    return build_ui_session(browser_user)
+
+
+class ScriptedFactory:
+    """CTXWEB_SUMMARIZER_CLASS target for the browser tests: an instant scripted summary."""
+
+    def __new__(cls, profile: Any) -> Any:
+        from compaction.summarizers.scripted import ScriptedSummarizer
+
+        return ScriptedSummarizer(default=SCRIPTED_SUMMARY)
+
+
+@pytest.fixture
+def scripted_summaries(settings: Any) -> None:
+    settings.CTXWEB_SUMMARIZER_CLASS = "tests.browser.conftest.ScriptedFactory"
+
+
+def login(page: Any, base_url: str, username: str = "carol", password: str = PASSWORD) -> None:
+    """Log in through the login form."""
+    page.goto(f"{base_url}/accounts/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base_url}/")

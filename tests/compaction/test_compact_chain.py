@@ -1,0 +1,388 @@
+"""The chain of compact_messages: offload, selective + summary as one transaction (seed 004
+§4), the fallbacks (001 REQ-3.4, 002 §4.2) and the retention check."""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+from pathlib import Path
+from typing import Any
+
+from compaction import (
+    Policy,
+    ScriptedSummarizer,
+    SummaryError,
+    compact_messages,
+    count_tokens,
+    validate_messages,
+)
+from compaction.hard_truncate import hard_limit_tokens
+from compaction.summarizers.extractive import KEY_IDENTIFIERS
+from tests.support.histories import assistant, exchange, system, user
+
+SUMMARY = "Goals and key decisions:\n- carry on"
+
+
+def words(count: int, word: str = "alpha") -> str:
+    return " ".join([word] * count)
+
+
+def tool_history(blocks: int = 8, result_words: int = 150) -> list[dict[str, object]]:
+    """A system prompt, a request, `blocks` tool calls with results, a closing reply."""
+    messages: list[dict[str, object]] = [system("agent"), user("Refactor src/app.py please")]
+    for number in range(blocks):
+        messages += exchange(
+            f"toolu_{number}", "Read", {"file_path": f"src/m{number}.py"}, words(result_words)
+        )
+    messages += [assistant("All done " + words(20)), user("thanks " + words(20))]
+    return messages
+
+
+def phases(result):
+    return [event.phase for event in result.events]
+
+
+def chain_policy(**changes):
+    values: dict[str, Any] = {
+        "context_limit": 2000,
+        "trigger_ratio": 0.5,
+        "tail_retention_ratio": 0.05,
+        "keep_recent_messages": 2,
+        "dialogue_rounds_keep_min": 0,
+        "min_recall": 0,
+    }
+    values.update(changes)
+    return Policy(**values)
+
+
+# --- selective + summary: commit or roll back together --------------------------------------
+
+
+def test_selective_then_summary_commit_together():
+    messages = tool_history()
+    policy = chain_policy(steps=("selective", "summary"))
+
+    result = compact_messages(messages, policy, summarizer=ScriptedSummarizer(SUMMARY))
+
+    assert result.compacted
+    assert phases(result)[:3] == ["compaction_start", "selective_start", "selective_done"]
+    selective = next(e for e in result.events if e.phase == "selective_done")
+    assert selective.tool_blocks_dropped == 3
+    assert selective.tool_blocks_kept == 5
+    assert [s.step for s in result.steps] == ["selective", "summary"]
+    assert all(s.ran and s.changed for s in result.steps)
+    assert validate_messages(result.messages) == []
+
+
+def test_a_failed_summary_rolls_the_pruning_back_too():
+    messages = tool_history()
+    snapshot = copy.deepcopy(messages)
+    policy = chain_policy(steps=("selective", "summary"), max_retries=0)
+
+    result = compact_messages(
+        messages, policy, summarizer=ScriptedSummarizer(SummaryError("empty_summary"))
+    )
+
+    assert not result.compacted
+    assert result.messages is messages
+    assert messages == snapshot
+    assert result.reason == "empty_summary"
+    assert "selective_done" in phases(result)
+    assert phases(result)[-2:] == ["rollback", "compaction_done"]
+
+
+def test_selective_alone_commits_when_summary_is_not_in_the_chain():
+    messages = tool_history()
+
+    result = compact_messages(messages, chain_policy(steps=("selective",)))
+
+    assert result.compacted
+    assert result.summary is None
+    assert count_tokens(result.messages) < count_tokens(messages)
+    removed = len(messages) - len(result.messages)
+    assert removed > 0  # dropped tool blocks took their messages with them
+    assert result.stats.compacted_message_count == removed
+    assert result.stats.retained_message_count == len(result.messages)
+    assert validate_messages(result.messages) == []
+
+
+def test_pruning_that_leaves_no_middle_is_rolled_back():
+    # Everything after pruning fits the tail: the summary has nothing to do (seed 004: only
+    # a successful summary commits).
+    messages = tool_history(blocks=6, result_words=40)
+    policy = chain_policy(
+        steps=("selective", "summary"), tail_retention_ratio=1.0, context_limit=1000
+    )
+
+    result = compact_messages(messages, policy, force=True)
+
+    assert not result.compacted
+    assert result.reason == "nothing_to_compact"
+    assert result.messages is messages
+
+
+# --- fallbacks ------------------------------------------------------------------------------
+
+
+def test_failed_summary_under_the_hard_limit_runs_no_fallback():
+    messages = tool_history()
+    policy = chain_policy(
+        steps=("summary", "smart_truncate", "hard_truncate"), max_retries=0, hard_limit=100_000
+    )
+
+    result = compact_messages(
+        messages, policy, summarizer=ScriptedSummarizer(SummaryError("timeout"))
+    )
+
+    assert not result.compacted
+    assert result.reason == "timeout"
+    reports = {s.step: s for s in result.steps}
+    assert not reports["smart_truncate"].ran
+    assert not reports["hard_truncate"].ran
+
+
+def test_failed_summary_over_the_hard_limit_falls_back_to_hard_truncation():
+    messages = tool_history()
+    policy = chain_policy(steps=("summary", "hard_truncate"), max_retries=0, hard_limit=1000)
+
+    result = compact_messages(
+        messages, policy, summarizer=ScriptedSummarizer(SummaryError("api_error"))
+    )
+
+    assert result.compacted
+    assert result.reason == "api_error"  # the summary failure is still reported
+    assert count_tokens(result.messages) <= hard_limit_tokens(policy)
+    assert result.messages[0] is messages[0]
+    assert "hard_truncate_done" in phases(result)
+    assert result.summary is None
+    assert validate_messages(result.messages) == []
+
+
+def test_failed_summary_over_the_hard_limit_tries_smart_truncation_first():
+    messages = tool_history()
+    policy = chain_policy(
+        steps=("summary", "smart_truncate", "hard_truncate"),
+        max_retries=0,
+        hard_limit=1000,
+        smart_truncate_max_tokens=800,
+    )
+
+    result = compact_messages(
+        messages, policy, summarizer=ScriptedSummarizer(SummaryError("api_error"))
+    )
+
+    assert result.compacted
+    ran = [s.step for s in result.steps if s.ran]
+    assert ran[:2] == ["summary", "smart_truncate"]
+    assert "smart_truncate_done" in phases(result)
+    assert policy.scaled(count_tokens(result.messages)) <= policy.effective_hard_limit
+
+
+def test_smart_truncation_alone_runs_when_over_the_threshold():
+    messages = tool_history()
+    policy = chain_policy(steps=("smart_truncate",), smart_truncate_max_tokens=600)
+
+    result = compact_messages(messages, policy)
+
+    assert result.compacted
+    assert count_tokens(result.messages) < count_tokens(messages)
+    assert validate_messages(result.messages) == []
+
+
+def test_fallback_after_a_successful_summary_still_over_the_threshold():
+    # The tail alone is over the threshold: the summary succeeds, hard truncation finishes.
+    messages = [system("s"), user(words(300)), assistant(words(300)), user(words(1500))]
+    policy = chain_policy(
+        steps=("summary", "hard_truncate"), hard_limit=1200, keep_recent_messages=1
+    )
+
+    result = compact_messages(messages, policy, summarizer=ScriptedSummarizer(SUMMARY))
+
+    assert result.compacted
+    assert [s.step for s in result.steps if s.ran] == ["summary", "hard_truncate"]
+    assert count_tokens(result.messages) <= hard_limit_tokens(policy)
+    assert validate_messages(result.messages) == []
+
+
+# --- offload ---------------------------------------------------------------------------------
+
+
+def test_offload_without_a_target_is_skipped():
+    result = compact_messages(tool_history(), chain_policy(steps=("offload", "summary")))
+
+    offload = next(s for s in result.steps if s.step == "offload")
+    assert not offload.ran
+    assert result.compacted  # the summary still ran
+
+
+def test_offload_that_brings_the_context_under_the_threshold_ends_the_chain(tmp_path):
+    messages = tool_history(result_words=300)
+    summarizer = ScriptedSummarizer(SUMMARY)
+
+    result = compact_messages(
+        messages,
+        chain_policy(steps=("offload", "summary"), context_limit=2000, trigger_ratio=0.5),
+        summarizer=summarizer,
+        offload_dir=tmp_path,
+    )
+
+    assert result.compacted
+    assert summarizer.requests == []
+    assert "offload_done" in phases(result)
+    assert len(list(tmp_path.iterdir())) == 8
+    summary_report = next(s for s in result.steps if s.step == "summary")
+    assert not summary_report.ran
+
+
+def test_offload_then_summary_when_still_over(tmp_path):
+    messages = tool_history(result_words=300)
+
+    result = compact_messages(
+        messages,
+        chain_policy(steps=("offload", "summary"), context_limit=400),
+        summarizer=ScriptedSummarizer(SUMMARY),
+        offload_dir=tmp_path,
+    )
+
+    assert [s.step for s in result.steps if s.ran] == ["offload", "summary"]
+    assert result.summary == SUMMARY
+
+
+# --- the archive holds every replaced original ------------------------------------------------
+
+
+def test_archive_holds_pruned_and_summarised_originals(tmp_path):
+    messages = tool_history()
+    policy = chain_policy(steps=("selective", "summary"))
+
+    result = compact_messages(
+        messages,
+        policy,
+        summarizer=ScriptedSummarizer(SUMMARY),
+        archive_dir=tmp_path,
+        session_id="s",
+    )
+
+    archived = json.loads(Path(result.archive_path or "").read_text(encoding="utf-8"))
+    kept = [m for m in messages if any(m is out for out in result.messages)]
+    assert len(archived) + len(kept) == len(messages)
+    assert all(m in archived for m in messages if m not in kept)
+
+
+# --- retention check ------------------------------------------------------------------------
+
+
+def test_recall_is_reported():
+    result = compact_messages(tool_history(), chain_policy(steps=("summary",)))
+
+    assert result.stats.recall is not None
+    assert 0.0 <= result.stats.recall <= 1.0
+
+
+def test_low_recall_asks_again_with_the_missing_identifiers():
+    messages = tool_history()
+    summarizer = ScriptedSummarizer(
+        "Goals and key decisions:\n- something vague",
+        lambda request: "Key identifiers:\n" + "\n".join(request.required_identifiers),
+    )
+
+    result = compact_messages(
+        messages, chain_policy(steps=("summary",), min_recall=0.8), summarizer=summarizer
+    )
+
+    assert len(summarizer.requests) == 2
+    second = summarizer.requests[1]
+    assert "src/m0.py" in second.required_identifiers
+    assert result.stats.recall == 1.0
+    assert "src/m0.py" in (result.summary or "")
+    check = next(e for e in result.events if e.phase == "retention_check")
+    assert check.reason == "low_recall"
+
+
+def test_a_worse_second_answer_is_not_kept():
+    summarizer = ScriptedSummarizer("Goals and key decisions:\n- src/m0.py", "nothing useful")
+
+    result = compact_messages(
+        tool_history(), chain_policy(steps=("summary",), min_recall=1.0), summarizer=summarizer
+    )
+
+    assert len(summarizer.requests) == 2
+    assert result.summary == "Goals and key decisions:\n- src/m0.py"
+
+
+def test_a_failed_second_answer_keeps_the_first():
+    summarizer = ScriptedSummarizer("Goals and key decisions:\n- vague", SummaryError("timeout"))
+
+    result = compact_messages(
+        tool_history(), chain_policy(steps=("summary",), min_recall=1.0), summarizer=summarizer
+    )
+
+    assert result.compacted
+    assert result.summary == "Goals and key decisions:\n- vague"
+
+
+def test_extractive_retention_retry_adds_key_identifiers():
+    messages = tool_history(blocks=8)
+    policy = chain_policy(steps=("summary",), min_recall=1.0, summary_max_tokens=200)
+
+    result = compact_messages(messages, policy)
+
+    assert result.stats.recall is not None
+    assert result.stats.recall >= 0.8
+    assert f"{KEY_IDENTIFIERS}:" in (result.summary or "") or result.stats.recall == 1.0
+
+
+# --- any failure rolls back ----------------------------------------------------------------
+
+
+def test_a_crashing_pruner_rolls_back_and_is_named(monkeypatch):
+    import compaction.prune
+
+    def crash(messages, policy=None):
+        raise RuntimeError("pruner bug")
+
+    monkeypatch.setattr(compaction.prune, "prune_tool_blocks", crash)
+    messages = tool_history()
+
+    result = compact_messages(messages, chain_policy(steps=("selective", "summary")))
+
+    assert not result.compacted
+    assert result.reason == "selective_error"
+    assert result.messages is messages
+
+
+def test_an_invalid_result_is_never_returned(monkeypatch):
+    import compaction.prune
+    from compaction.results import PruneResult
+
+    def orphaning(messages, policy=None):  # drops a tool_use but keeps its result
+        broken = [m for m in messages if m is not messages[2]]
+        return PruneResult(messages=broken)
+
+    monkeypatch.setattr(compaction.prune, "prune_tool_blocks", orphaning)
+    messages = tool_history()
+
+    result = compact_messages(messages, chain_policy(steps=("selective",)))
+
+    assert not result.compacted
+    assert result.reason == "invalid_output"
+    assert result.messages is messages
+
+
+def test_a_crashing_fallback_keeps_the_previous_state(monkeypatch):
+    # The package exports a function of the same name, so take the module from sys.modules.
+    module = importlib.import_module("compaction.smart_truncate")
+
+    def crash(messages, policy=None):
+        raise RuntimeError("truncate bug")
+
+    monkeypatch.setattr(module, "smart_truncate", crash)
+    messages = tool_history()
+    policy = chain_policy(steps=("smart_truncate", "hard_truncate"), hard_limit=1000)
+
+    result = compact_messages(messages, policy)
+
+    assert result.compacted  # hard truncation still ran
+    assert result.reason == "smart_truncate_error"
+    assert [s.step for s in result.steps if s.changed] == ["hard_truncate"]

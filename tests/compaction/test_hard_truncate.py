@@ -1,0 +1,203 @@
+"""hard_truncate (seed 001 REQ-3.4): always under the hard limit, always a valid request."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from compaction import InvalidMessagesError, Policy, count_tokens, hard_truncate, validate_messages
+from compaction.hard_truncate import hard_limit_tokens, truncation_notice
+from tests.support.histories import assistant, exchange, system, tool_call, tool_results, user
+
+
+def words(count: int, word: str = "alpha") -> str:
+    return " ".join([word] * count)
+
+
+def conversation(pairs: int, size: int = 50) -> list[dict[str, object]]:
+    messages: list[dict[str, object]] = [system("You are an agent.")]
+    for number in range(pairs):
+        messages += [user(f"q{number} " + words(size)), assistant(f"a{number} " + words(size))]
+    return messages
+
+
+def limit_policy(limit: int, **changes: object) -> Policy:
+    return Policy(context_limit=limit, trigger_ratio=0.5, **changes)  # type: ignore[arg-type]
+
+
+def test_within_the_limit_nothing_changes():
+    messages = conversation(3)
+
+    result = hard_truncate(messages, limit_policy(10_000))
+
+    assert not result.truncated
+    assert result.messages == messages
+    assert result.tokens_before == result.tokens_after == count_tokens(messages)
+    assert result.removed_message_count == 0
+
+
+def test_keeps_the_system_prompt_and_the_newest_messages():
+    messages = conversation(20)
+    policy = limit_policy(2000, keep_recent_messages=10)
+
+    result = hard_truncate(messages, policy)
+
+    assert result.truncated
+    assert result.messages[0] is messages[0]
+    assert result.messages[1:] == messages[-10:]
+    assert all(a is b for a, b in zip(result.messages[1:], messages[-10:], strict=True))
+    assert result.removed_message_count == len(messages) - 11
+    assert result.tokens_after == count_tokens(result.messages)
+    assert result.tokens_after <= hard_limit_tokens(policy)
+
+
+def test_keeps_fewer_messages_when_the_newest_do_not_fit():
+    messages = conversation(20, size=100)
+    policy = limit_policy(600, keep_recent_messages=10)
+
+    result = hard_truncate(messages, policy)
+
+    assert 1 < len(result.messages) < 11
+    assert result.messages[1:] == messages[-(len(result.messages) - 1) :]
+    assert count_tokens(result.messages) <= 600
+
+
+def test_uses_the_explicit_hard_limit():
+    messages = conversation(20)
+    policy = Policy(context_limit=100_000, trigger_ratio=0.001, hard_limit=900)
+
+    result = hard_truncate(messages, policy)
+
+    assert result.truncated
+    assert count_tokens(result.messages) <= 900
+
+
+def test_safety_factor_scales_the_limit():
+    messages = conversation(20)
+    policy = limit_policy(2000, safety_factor=1.5)
+
+    result = hard_truncate(messages, policy)
+
+    assert policy.scaled(count_tokens(result.messages)) <= 2000
+    assert hard_limit_tokens(policy) == 1333
+
+
+def test_never_splits_a_tool_pair():
+    messages = [
+        system("s"),
+        user("q " + words(200)),
+        *exchange("t1", result=words(200)),
+        *exchange("t2", result=words(200)),
+        assistant("done"),
+    ]
+    policy = limit_policy(600, keep_recent_messages=2)  # the 2 newest would start on t2's result
+
+    result = hard_truncate(messages, policy)
+
+    assert validate_messages(result.messages) == []
+    assert result.messages[1] is messages[4]  # t2's tool_use came along
+    assert count_tokens(result.messages) <= 600
+
+
+def test_a_single_oversized_message_is_cut_with_a_marker():
+    messages = [system("s"), user("q"), assistant("a"), user("huge " + words(5000))]
+    policy = limit_policy(500)
+
+    result = hard_truncate(messages, policy)
+
+    assert result.truncated
+    assert count_tokens(result.messages) <= 500
+    last = result.messages[-1]
+    assert last["content"].startswith("huge alpha")
+    assert "by ctxweb hard limit ...]" in last["content"]
+    assert truncation_notice(count_tokens([messages[-1]])) in last["content"]
+    assert result.messages[0] is messages[0]
+    assert validate_messages(result.messages) == []
+
+
+def test_an_oversized_tool_result_is_cut_and_keeps_its_pair():
+    messages = [
+        system("s"),
+        user("q"),
+        tool_call("t1", "Read", {"file_path": "big.py"}),
+        tool_results(("t1", words(6000))),
+    ]
+    policy = limit_policy(400, keep_recent_messages=1)
+
+    result = hard_truncate(messages, policy)
+
+    assert validate_messages(result.messages) == []
+    assert count_tokens(result.messages) <= 400
+    assert result.messages[-2]["content"][0]["type"] == "tool_use"
+    block = result.messages[-1]["content"][0]
+    assert block["tool_use_id"] == "t1"
+    assert "by ctxweb hard limit" in block["content"]
+
+
+def test_an_oversized_tool_input_is_cut_into_an_object():
+    messages = [
+        system("s"),
+        user("q"),
+        tool_call("t1", "Write", {"file_path": "a.py", "content": words(6000)}),
+        tool_results(("t1", "ok")),
+    ]
+    policy = limit_policy(400, keep_recent_messages=1)
+
+    result = hard_truncate(messages, policy)
+
+    assert validate_messages(result.messages) == []
+    assert count_tokens(result.messages) <= 400
+    tool_input = result.messages[-2]["content"][0]["input"]
+    assert set(tool_input) == {"_truncated"}
+    assert "by ctxweb hard limit" in tool_input["_truncated"]
+
+
+def test_thinking_and_images_are_dropped_before_text_is_cut():
+    message = {
+        "role": "user",
+        "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": ""}},
+            {"type": "text", "text": words(3000)},
+        ],
+    }
+    policy = limit_policy(300)
+
+    result = hard_truncate([system("s"), message], policy)
+
+    assert validate_messages(result.messages) == []
+    types = [b["type"] for b in result.messages[-1]["content"]]
+    assert types == ["text"]
+    assert count_tokens(result.messages) <= 300
+
+
+def test_an_oversized_system_prompt_is_cut_too():
+    messages = [system(words(4000)), user("question " + words(50))]
+    policy = limit_policy(500)
+
+    result = hard_truncate(messages, policy)
+
+    assert count_tokens(result.messages) <= 500
+    assert result.messages[-1] is messages[-1]  # the newest message survives whole
+    assert "by ctxweb hard limit" in result.messages[0]["content"]
+
+
+def test_never_mutates_and_always_valid():
+    messages = [
+        system("s"),
+        user("q " + words(400)),
+        *exchange("t1", result=words(3000)),
+        assistant("a " + words(400)),
+    ]
+    snapshot = copy.deepcopy(messages)
+
+    for limit in (60, 200, 1000, 3000):
+        result = hard_truncate(messages, limit_policy(limit))
+        assert validate_messages(result.messages) == []
+        assert count_tokens(result.messages) <= limit
+    assert messages == snapshot
+
+
+def test_invalid_input_raises():
+    with pytest.raises(InvalidMessagesError):
+        hard_truncate([tool_results(("t1", "orphan"))])

@@ -1,0 +1,103 @@
+"""The message helpers: blocks, ids, meta and summary markers, safe cuts, rounds."""
+
+from __future__ import annotations
+
+from compaction.messages import (
+    SUMMARY_KEY,
+    SUMMARY_PREFIX,
+    blocks_of,
+    is_meta,
+    is_safe_cut,
+    is_summary_message,
+    make_summary_message,
+    message_text,
+    round_starts,
+    starts_round,
+    tool_result_ids,
+    tool_use_ids,
+)
+from tests.support.histories import assistant, exchange, system, tool_results, user
+
+
+def test_blocks_of_string_and_list_content():
+    assert blocks_of(user("hi")) == [{"type": "text", "text": "hi"}]
+    assert blocks_of({"role": "user", "content": [{"type": "text", "text": "a"}, "junk"]}) == [
+        {"type": "text", "text": "a"}
+    ]
+    assert blocks_of({"role": "user"}) == []
+
+
+def test_tool_ids():
+    call, result = exchange("t1")
+
+    assert tool_use_ids(call) == ["t1"]
+    assert tool_result_ids(result) == ["t1"]
+    assert tool_use_ids(result) == tool_result_ids(call) == []
+
+
+def test_meta_flags():
+    assert is_meta(user("x", is_meta=True))
+    assert is_meta(user("x", isMeta=True))
+    assert not is_meta(user("x"))
+
+
+def test_summary_messages_are_recognised_by_key_or_prefix():
+    made = make_summary_message("text", level=2)
+
+    assert made == {"role": "user", "content": f"{SUMMARY_PREFIX}\ntext", SUMMARY_KEY: {"level": 2}}
+    assert is_summary_message(made)
+    assert is_summary_message({"role": "user", "content": f"{SUMMARY_PREFIX}\nx"})
+    assert is_summary_message(
+        {"role": "user", "content": [{"type": "text", "text": f"{SUMMARY_PREFIX} x"}]}
+    )
+    assert not is_summary_message(user("an ordinary message"))
+
+
+def test_the_prefix_is_never_doubled():
+    assert make_summary_message(f"{SUMMARY_PREFIX}\nbody")["content"] == f"{SUMMARY_PREFIX}\nbody"
+
+
+def test_message_text_reads_text_thinking_and_results():
+    message = {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "a"},
+            {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "text", "text": "b"}]},
+            {"type": "tool_result", "tool_use_id": "u", "content": "c"},
+            {"type": "image", "source": {}},
+        ],
+    }
+
+    assert message_text(message) == "a\nb\nc"
+    thinking = {"role": "assistant", "content": [{"type": "thinking", "thinking": "t"}]}
+    assert message_text(thinking) == "t"
+
+
+def test_safe_cuts_never_start_on_a_tool_result():
+    messages = [user("q"), *exchange("t1"), assistant("a")]
+
+    assert [is_safe_cut(messages, i) for i in range(5)] == [True, True, False, True, True]
+    assert is_safe_cut(messages, -1)
+    assert is_safe_cut(messages, 99)
+
+
+def test_rounds_start_at_real_user_messages():
+    messages = [
+        system("s"),
+        user("first"),
+        *exchange("t1"),
+        user("reminder", is_meta=True),
+        make_summary_message("earlier"),
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "x", "content": "r"},
+                {"type": "text", "text": "and a question"},
+            ],
+        },
+        tool_results(("y", "only a result")),
+        user("second"),
+    ]
+
+    assert round_starts(messages) == [1, 6, 8]
+    assert not starts_round(assistant("a"))

@@ -1,0 +1,172 @@
+"""count_tokens (seed 000 F-001, 002 §1.1): offline tiktoken, block rules, per-message counts."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+
+import pytest
+import tiktoken.load
+
+from compaction import count_tokens, get_encoding, message_token_counts, message_tokens
+from compaction.errors import UnknownEncodingError
+from compaction.tokens import IMAGE_TOKENS, count_text_tokens
+from tests.support.histories import assistant, exchange, synthetic_history, user
+
+TEXT = "The quick brown fox jumps over the lazy dog; naïve café — 東京 🚀"
+
+
+def raw(text: str, encoding: str = "o200k_base") -> int:
+    return len(get_encoding(encoding).encode_ordinary(text))
+
+
+def test_empty_list_is_zero():
+    assert count_tokens([]) == 0
+
+
+def test_empty_string_content_is_zero():
+    assert count_tokens([{"role": "user", "content": ""}]) == 0
+    assert count_text_tokens("") == 0
+
+
+def test_string_content_is_its_encoding():
+    assert count_tokens([user(TEXT)]) == raw(TEXT)
+
+
+def test_text_blocks_are_summed():
+    message = {
+        "role": "user",
+        "content": [{"type": "text", "text": "a b"}, {"type": "text", "text": TEXT}],
+    }
+
+    assert count_tokens([message]) == raw("a b") + raw(TEXT)
+
+
+def test_tool_use_counts_its_name_and_compact_json_input():
+    tool_input = {"file_path": "src/app.py", "lines": [1, 2], "note": "café"}
+    message = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t", "name": "Read", "input": tool_input}],
+    }
+
+    compact = json.dumps(tool_input, ensure_ascii=False, separators=(",", ":"))
+    assert count_tokens([message]) == raw("Read") + raw(compact)
+
+
+def test_tool_result_is_counted_recursively():
+    nested = {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "t", "content": "plain"},
+            {
+                "type": "tool_result",
+                "tool_use_id": "u",
+                "content": [{"type": "text", "text": TEXT}, {"type": "text", "text": "more"}],
+            },
+        ],
+    }
+
+    assert count_tokens([nested]) == raw("plain") + raw(TEXT) + raw("more")
+
+
+def test_thinking_and_redacted_thinking_count():
+    message = {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": TEXT, "signature": "sig"},
+            {"type": "redacted_thinking", "data": "abc"},
+        ],
+    }
+
+    assert count_tokens([message]) == raw(TEXT) + raw("abc")
+
+
+def test_images_and_binary_documents_have_a_fixed_estimate():
+    message = {
+        "role": "user",
+        "content": [
+            {"type": "image", "source": {"type": "base64", "data": "AAAA"}},
+            {"type": "document", "source": {"type": "base64", "data": "AAAA"}},
+            {"type": "document", "source": {"type": "text", "data": TEXT}},
+        ],
+    }
+
+    assert count_tokens([message]) == 2 * IMAGE_TOKENS + raw(TEXT)
+
+
+def test_unknown_blocks_are_skipped_with_a_warning(caplog):
+    message = {"role": "user", "content": [{"type": "hologram"}, {"type": "text", "text": "x"}]}
+
+    with caplog.at_level(logging.WARNING, logger="compaction"):
+        assert count_tokens([message]) == raw("x")
+
+    assert "hologram" in caplog.text
+
+
+def test_a_huge_message_is_counted_normally():
+    text = "word " * 120_000
+
+    assert count_tokens([user(text)]) == raw(text) > 100_000
+
+
+def test_per_message_counts_sum_to_the_total():
+    messages = synthetic_history(60)
+
+    counts = message_token_counts(messages)
+
+    assert len(counts) == len(messages)
+    assert sum(counts) == count_tokens(messages)
+    assert counts == [message_tokens(m) for m in messages]
+
+
+def test_cl100k_is_selectable_and_counts_differently():
+    messages = [user(TEXT * 20), *exchange("t1", result=TEXT * 10), assistant(TEXT)]
+
+    o200k = count_tokens(messages)
+    cl100k = count_tokens(messages, encoding="cl100k_base")
+
+    assert cl100k == sum(message_token_counts(messages, "cl100k_base"))
+    assert cl100k != o200k
+    assert get_encoding().name == "o200k_base"
+    assert get_encoding("cl100k_base").name == "cl100k_base"
+
+
+def test_unknown_encoding_is_a_named_error():
+    with pytest.raises(UnknownEncodingError, match="known: cl100k_base, o200k_base"):
+        count_tokens([user("x")], encoding="p50k_base")
+
+
+def test_vocabularies_load_without_network(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXWEB_TIKTOKEN_DIR", str(tmp_path))
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("tried to reach the network")
+
+    real_read_file = tiktoken.load.read_file
+
+    def local_only(path):
+        if "://" in path:
+            no_network()
+        return real_read_file(path)
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(tiktoken.load, "read_file", local_only)
+    get_encoding.cache_clear()
+    try:
+        encoding = get_encoding("cl100k_base")
+        assert len(encoding.encode_ordinary("hello world")) == 2
+        assert (tmp_path / "cl100k_base.tiktoken").exists()
+    finally:
+        get_encoding.cache_clear()
+
+
+def test_a_corrupted_vocabulary_fails_the_hash_check(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXWEB_TIKTOKEN_DIR", str(tmp_path))
+    (tmp_path / "cl100k_base.tiktoken").write_bytes(b"aGVsbG8= 0\n")
+    get_encoding.cache_clear()
+    try:
+        with pytest.raises(ValueError, match=r"[Hh]ash"):
+            get_encoding("cl100k_base")
+    finally:
+        get_encoding.cache_clear()

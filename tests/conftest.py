@@ -1,0 +1,3 @@
+"""Suite-wide fixtures. Settings come from tests/settings.py (a throwaway data directory)."""
+
+pytest_plugins = ["tests.support.fixtures"]

@@ -1,0 +1,246 @@
+"""Fixtures for deployment tests: subprocess environments, throwaway databases, processes.
+
+These tests run ctxweb the way it is deployed: `manage.py` commands, `db_worker` and gunicorn
+as subprocesses with their own environment and data directory, against a throwaway SQLite
+file or a throwaway PostgreSQL database (created here, dropped afterwards).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PYTHON = sys.executable
+#: The local PostgreSQL server (no database part); CTXWEB_TEST_PG_URL overrides it.
+DEFAULT_PG_SERVER = "postgresql://postgres@127.0.0.1:5432"
+#: Environment variables of the test process that must not leak into a subprocess.
+_PRIVATE_PREFIXES = ("CTXWEB_", "DJANGO_", "ANTHROPIC_", "AWS_")
+_PRIVATE_NAMES = ("DATABASE_URL", "PYTEST_XDIST_WORKER", "PYTEST_CURRENT_TEST")
+
+
+def subprocess_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    """A clean environment for a ctxweb subprocess: its own data dir, no test leftovers."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(_PRIVATE_PREFIXES) and key not in _PRIVATE_NAMES
+    }
+    env["CTXWEB_DATA_DIR"] = str(data_dir)
+    env["DJANGO_SETTINGS_MODULE"] = "ctxweb.settings"
+    env["PYTHONPATH"] = str(REPO)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
+
+
+def production_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    """The environment of a production deployment (DEBUG off, a real secret key)."""
+    return subprocess_env(
+        data_dir,
+        DJANGO_DEBUG="0",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(64),
+        DJANGO_ALLOWED_HOSTS="ctxweb.example.com,127.0.0.1",
+        **extra,
+    )
+
+
+def manage(
+    env: Mapping[str, str], *args: str, timeout: float = 120, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """Run `manage.py ARGS` in a subprocess; a failure shows its output."""
+    completed = subprocess.run(
+        [PYTHON, "manage.py", *args],
+        cwd=REPO,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if check and completed.returncode != 0:
+        pytest.fail(
+            f"manage.py {' '.join(args)} exited {completed.returncode}\n"
+            f"stdout:\n{completed.stdout[-4000:]}\nstderr:\n{completed.stderr[-4000:]}"
+        )
+    return completed
+
+
+#: Marks the line of JSON that a `shell_call` snippet prints.
+RESULT_MARK = "CTXWEB-RESULT:"
+
+
+def shell_call(env: Mapping[str, str], function: str, *args: Any, timeout: float = 120) -> Any:
+    """Call `tests.deploy.remote.<function>(*args)` inside `manage.py shell`; its JSON result."""
+    code = (
+        "import json; from tests.deploy import remote; "
+        f"print({RESULT_MARK!r} + json.dumps(remote.{function}(*json.loads({json.dumps(args)!r}))))"
+    )
+    completed = manage(env, "shell", "-c", code, timeout=timeout)
+    for line in reversed(completed.stdout.splitlines()):
+        if line.startswith(RESULT_MARK):
+            return json.loads(line[len(RESULT_MARK) :])
+    pytest.fail(f"no result from remote.{function}: {completed.stdout[-2000:]}")
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@dataclass
+class Processes:
+    """Subprocesses started by a test; all stopped (TERM, then KILL) when it ends."""
+
+    log_dir: Path
+    started: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def start(self, name: str, args: list[str], env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+        log = (self.log_dir / f"{name}.log").open("wb")
+        process = subprocess.Popen(
+            args, cwd=REPO, env=dict(env), stdout=log, stderr=subprocess.STDOUT
+        )
+        log.close()
+        self.started.append(process)
+        return process
+
+    def worker(self, name: str, env: Mapping[str, str], *extra: str) -> subprocess.Popen[bytes]:
+        """A `manage.py db_worker` process polling every 0.2 s."""
+        args = [PYTHON, "manage.py", "db_worker", "--no-reload", "--interval", "0.2"]
+        return self.start(name, [*args, "--no-startup-delay", "--worker-id", name, *extra], env)
+
+    def log(self, name: str) -> str:
+        path = self.log_dir / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def stop_all(self) -> None:
+        for process in self.started:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        for process in self.started:
+            try:
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=5)
+
+
+@pytest.fixture
+def processes(tmp_path: Path) -> Iterator[Processes]:
+    """Start subprocesses with `processes.start(...)`; they are stopped after the test."""
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    group = Processes(log_dir)
+    try:
+        yield group
+    finally:
+        group.stop_all()
+
+
+# --- PostgreSQL -------------------------------------------------------------------------
+
+
+def pg_server_url() -> str:
+    """The PostgreSQL server to create throwaway databases on (no database part)."""
+    explicit = os.environ.get("CTXWEB_TEST_PG_URL")
+    if explicit:
+        return explicit.rstrip("/")
+    database_url = os.environ.get("DATABASE_URL", "")
+    if database_url.startswith(("postgres://", "postgresql://")):
+        parts = urlsplit(database_url)
+        return urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+    return DEFAULT_PG_SERVER
+
+
+def _pg_connect(database: str = "postgres") -> Any:
+    import psycopg
+
+    return psycopg.connect(f"{pg_server_url()}/{database}", connect_timeout=3, autocommit=True)
+
+
+def pg_available() -> bool:
+    """True when the PostgreSQL server answers."""
+    try:
+        with _pg_connect():
+            return True
+    except Exception:
+        return False
+
+
+def create_pg_database() -> tuple[str, Callable[[], None]]:
+    """A new empty database; returns its URL and a function that drops it."""
+    name = f"ctxweb_f_{os.getpid()}_{secrets.token_hex(4)}"
+    with _pg_connect() as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+
+    def drop() -> None:
+        with _pg_connect() as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    return f"{pg_server_url()}/{name}", drop
+
+
+@pytest.fixture
+def pg_database() -> Iterator[str]:
+    """The URL of a throwaway PostgreSQL database (skips when no server answers)."""
+    if not pg_available():
+        pytest.skip(f"PostgreSQL not reachable at {pg_server_url()}")
+    url, drop = create_pg_database()
+    try:
+        yield url
+    finally:
+        drop()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """The URL of a throwaway SQLite file."""
+    return f"sqlite:///{tmp_path / 'ctxweb.sqlite3'}"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def any_database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A throwaway database URL, once on SQLite and once on PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'ctxweb.sqlite3'}"
+    url: str = request.getfixturevalue("pg_database")
+    return url
+
+
+def query(database_url: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Rows of `sql` run on a throwaway database, read directly (no Django)."""
+    if database_url.startswith("sqlite:///"):
+        import sqlite3
+
+        with sqlite3.connect(database_url.removeprefix("sqlite:///"), timeout=20) as db:
+            return list(db.execute(sql.replace("%s", "?"), params).fetchall())
+    import psycopg
+
+    with psycopg.connect(database_url, connect_timeout=3) as connection:
+        return list(connection.execute(sql, params).fetchall())  # type: ignore[arg-type]
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    """Poll `condition` every 0.2 s until true; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.2)

@@ -1,0 +1,270 @@
+"""Faults in background compaction jobs: the job says what happened, nothing is half-written.
+
+Each test queues a job with `enqueue_compaction` and runs it as the worker would
+(`run_job`), with the summary model being a local fake Messages API server, the archive
+storage failing, or the database failing at commit. After every fault: the full history is
+intact, the runtime context is either exactly as before or validly truncated, the cached
+totals agree with the rows, and the job's final state names the fault.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import DatabaseError, connection
+
+from sessions_app.models import Compaction, CompactionJob, CompactionProfile, Session
+from sessions_app.services import writeback
+from sessions_app.services.jobs import enqueue_compaction, run_job
+from sessions_app.services.sessions import create_session
+from tests.support.fake_anthropic import FakeAnthropic, Reply
+from tests.support.histories import synthetic_history
+
+from .integrity import context_fingerprint, session_problems
+
+MESSAGES = 60
+RETRIES = 1  # so a retryable fault is tried twice
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as server:
+        yield server
+
+
+@pytest.fixture
+def blob_dir(tmp_path: Path) -> Path:
+    return tmp_path / "blobs"
+
+
+@pytest.fixture(autouse=True)
+def _configured(settings: Any, fake: FakeAnthropic, blob_dir: Path) -> None:
+    """Summaries from the fake server; archives in this test's folder; no heartbeat writes."""
+    settings.ANTHROPIC_API_KEY = "test-key"
+    settings.ANTHROPIC_BASE_URL = fake.base_url
+    settings.CTXWEB_SUMMARY_MODEL = "claude-fake"
+    settings.CTXWEB_SUMMARIZER_CLASS = ""
+    settings.CTXWEB_JOB_HEARTBEAT_SECONDS = 60
+    settings.STORAGES = _storages(settings, "django.core.files.storage.FileSystemStorage", blob_dir)
+
+
+def _storages(settings: Any, backend: str, location: Path) -> dict[str, Any]:
+    return {
+        **settings.STORAGES,
+        "default": {"BACKEND": backend, "OPTIONS": {"location": str(location)}},
+    }
+
+
+def _profile(name: str, steps: list[str]) -> CompactionProfile:
+    return CompactionProfile.objects.create(
+        name=name,
+        summarizer=CompactionProfile.SummarizerKind.ANTHROPIC,
+        summary_model="claude-fake",
+        steps=steps,
+        max_retries=RETRIES,
+        retry_backoff_seconds=0,
+        summary_timeout_seconds=0.5,
+    )
+
+
+@pytest.fixture
+def summary_only(db: Any) -> CompactionProfile:
+    """Summary or nothing: a summarizer fault must leave the context unchanged."""
+    return _profile("faults-summary", ["summary"])
+
+
+@pytest.fixture
+def with_fallback(db: Any) -> CompactionProfile:
+    """Summary, else smart truncation, else hard truncation (the balanced chain)."""
+    return _profile("faults-fallback", ["summary", "smart_truncate", "hard_truncate"])
+
+
+@pytest.fixture
+def session(db: Any) -> Session:
+    owner = get_user_model().objects.create_user(username="faults")
+    history = synthetic_history(MESSAGES, words_per_message=80)
+    return create_session(owner, title="faults", messages=history, context_limit=2000)
+
+
+def _run(session: Session, profile: CompactionProfile) -> CompactionJob:
+    job = enqueue_compaction(session, params={"trigger": "manual", "profile": profile.name})
+    run_job(str(job.pk))
+    job.refresh_from_db()
+    return job
+
+
+def _assert_sound(session: Session) -> None:
+    expected = len(synthetic_history(MESSAGES, words_per_message=80))
+    assert session_problems(session, expected_messages=expected) == []
+
+
+SUMMARIZER_FAULTS = [
+    pytest.param(Reply.rate_limited(), "api_error", True, id="429"),
+    pytest.param(Reply.overloaded(), "api_error", True, id="529"),
+    pytest.param(Reply.server_error(), "api_error", True, id="500"),
+    pytest.param(Reply.hang(3.0), "timeout", True, id="timeout"),
+    pytest.param(Reply.empty_text(), "empty_summary", None, id="empty"),
+    pytest.param(Reply.content_null(), "content_none", None, id="content-null"),
+    pytest.param(Reply.thinking_only(), "thinking_only_no_content", None, id="thinking-only"),
+    pytest.param(Reply.max_tokens_no_text(), "max_tokens_no_content", None, id="max-tokens"),
+]
+
+
+@pytest.mark.parametrize(("reply", "reason", "retried"), SUMMARIZER_FAULTS)
+def test_a_summarizer_fault_fails_the_job_with_its_reason_and_changes_nothing(
+    session: Session,
+    summary_only: CompactionProfile,
+    fake: FakeAnthropic,
+    blob_dir: Path,
+    reply: Reply,
+    reason: str,
+    retried: bool | None,
+) -> None:
+    fake.default = reply
+    before = context_fingerprint(session)
+
+    job = _run(session, summary_only)
+
+    assert job.status == CompactionJob.Status.FAILED
+    assert reason in job.error
+    assert job.finished_at is not None
+    assert job.events[-1]["phase"] == "failed"
+    failed = Compaction.objects.get(session=session)
+    assert failed.status == Compaction.Status.FAILED
+    assert failed.failure_reason == reason
+    if retried:
+        assert len(fake.requests) == RETRIES + 1, "a transient fault is retried"
+    else:
+        assert 1 <= len(fake.requests) <= RETRIES + 1
+    assert context_fingerprint(session) == before
+    assert not list(blob_dir.rglob("*.json")), "no archive of a compaction that did not happen"
+    _assert_sound(session)
+
+
+@pytest.mark.parametrize("transient", [Reply.rate_limited(), Reply.overloaded()], ids=["429", "529"])
+def test_a_transient_fault_is_retried_and_the_job_succeeds(
+    session: Session, summary_only: CompactionProfile, fake: FakeAnthropic, transient: Reply
+) -> None:
+    fake.script(transient, Reply.text("Goals: keep the parser working. Files: src/app.py."))
+
+    job = _run(session, summary_only)
+
+    assert job.status == CompactionJob.Status.SUCCEEDED, job.error
+    assert len(fake.requests) >= 2, "the failed attempt was retried"
+    compaction = Compaction.objects.get(session=session)
+    assert compaction.status == Compaction.Status.SUCCEEDED
+    assert "keep the parser working" in compaction.summary
+    _assert_sound(session)
+
+
+@pytest.mark.parametrize(
+    "reply", [Reply.overloaded(), Reply.hang(3.0), Reply.thinking_only()], ids=str
+)
+def test_with_a_fallback_a_summarizer_fault_truncates_validly(
+    session: Session, with_fallback: CompactionProfile, fake: FakeAnthropic, reply: Reply
+) -> None:
+    fake.default = reply
+    before = session.context_tokens
+
+    job = _run(session, with_fallback)
+
+    session.refresh_from_db()
+    assert job.status == CompactionJob.Status.SUCCEEDED, job.error
+    compaction = Compaction.objects.get(session=session, status=Compaction.Status.SUCCEEDED)
+    assert "truncate" in compaction.strategy
+    assert compaction.summarizer == ""
+    assert session.context_tokens < before
+    _assert_sound(session)
+
+
+@pytest.mark.parametrize(
+    "backend",
+    ["tests.deploy.faulty_storage.PermissionDeniedStorage", "tests.deploy.faulty_storage.DiskFullStorage"],
+    ids=["permission-denied", "disk-full"],
+)
+def test_an_archive_storage_failure_fails_the_job_and_changes_nothing(
+    settings: Any,
+    session: Session,
+    summary_only: CompactionProfile,
+    blob_dir: Path,
+    backend: str,
+) -> None:
+    settings.STORAGES = _storages(settings, backend, blob_dir)
+    before = context_fingerprint(session)
+
+    job = _run(session, summary_only)
+
+    assert job.status == CompactionJob.Status.FAILED
+    assert "archive_error" in job.error
+    failed = Compaction.objects.get(session=session)
+    assert failed.failure_reason == "archive_error"
+    assert context_fingerprint(session) == before
+    assert not blob_dir.exists() or not any(blob_dir.rglob("*.json"))
+    _assert_sound(session)
+
+
+def test_a_database_error_inside_the_commit_rolls_back_and_removes_the_archive(
+    session: Session, summary_only: CompactionProfile, blob_dir: Path, monkeypatch: Any
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise DatabaseError("simulated: connection lost during commit")
+
+    monkeypatch.setattr(writeback, "refresh_session_totals", broken)
+    before = context_fingerprint(session)
+
+    job = _run(session, summary_only)
+
+    assert job.status == CompactionJob.Status.FAILED
+    assert "database_error" in job.error
+    assert Compaction.objects.get(session=session).failure_reason == "database_error"
+    assert context_fingerprint(session) == before
+    assert not any(blob_dir.rglob("*.json")), "the archive of the rolled-back commit is removed"
+    monkeypatch.undo()
+    _assert_sound(session)
+
+
+_FAIL_AT_COMMIT = """
+CREATE OR REPLACE FUNCTION ctxweb_test_fail_commit() RETURNS trigger AS $$
+BEGIN RAISE EXCEPTION 'simulated failure at COMMIT'; END $$ LANGUAGE plpgsql;
+CREATE CONSTRAINT TRIGGER ctxweb_test_fail_commit AFTER INSERT ON sessions_app_compaction
+DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.status = 'succeeded')
+EXECUTE FUNCTION ctxweb_test_fail_commit();
+"""
+_DROP_FAIL_AT_COMMIT = """
+DROP TRIGGER IF EXISTS ctxweb_test_fail_commit ON sessions_app_compaction;
+DROP FUNCTION IF EXISTS ctxweb_test_fail_commit();
+"""
+
+
+@pytest.fixture
+def failing_commit(transactional_db: Any) -> Iterator[None]:
+    """PostgreSQL: a deferred trigger that makes COMMIT itself fail for a new compaction."""
+    if connection.vendor != "postgresql":
+        pytest.skip("a deferred constraint trigger needs PostgreSQL")
+    with connection.cursor() as cursor:
+        cursor.execute(_FAIL_AT_COMMIT)
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(_DROP_FAIL_AT_COMMIT)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_failure_at_commit_on_postgresql_changes_nothing(
+    failing_commit: None, session: Session, summary_only: CompactionProfile, blob_dir: Path
+) -> None:
+    before = context_fingerprint(session)
+
+    job = _run(session, summary_only)
+
+    assert job.status == CompactionJob.Status.FAILED
+    assert "database_error" in job.error
+    assert context_fingerprint(session) == before
+    assert not any(blob_dir.rglob("*.json"))
+    _assert_sound(session)

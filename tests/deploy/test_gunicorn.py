@@ -1,0 +1,73 @@
+"""The production server: gunicorn with ctxweb/gunicorn.conf.py, static files by whitenoise."""
+
+from __future__ import annotations
+
+import http.client
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import PYTHON, Processes, free_port, manage, production_env, wait_for
+
+pytestmark = pytest.mark.slow
+
+PROXIED = {"Host": "127.0.0.1", "X-Forwarded-Proto": "https"}
+
+
+def _get(port: int, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", path, headers=headers)
+        response = connection.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        connection.close()
+
+
+def _answers(port: int) -> bool:
+    try:
+        return _get(port, "/api/health", PROXIED)[0] == 200
+    except OSError:
+        return False
+
+
+def test_gunicorn_serves_the_app_and_whitenoise_the_static_files(
+    tmp_path: Path, processes: Processes
+) -> None:
+    port = free_port()
+    env = production_env(
+        tmp_path,
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        CTXWEB_BIND=f"127.0.0.1:{port}",
+        CTXWEB_WEB_WORKERS="2",
+    )
+    manage(env, "migrate", "--no-input", "-v", "0")
+    manage(env, "collectstatic", "--no-input", "-v", "0")
+
+    server = processes.start(
+        "gunicorn", [PYTHON, "-m", "gunicorn", "-c", "ctxweb/gunicorn.conf.py"], env
+    )
+    wait_for(lambda: _answers(port) or server.poll() is not None, 60, "gunicorn to answer")
+    assert server.poll() is None, processes.log("gunicorn")[-3000:]
+
+    status, headers, body = _get(port, "/api/health", PROXIED)
+    assert (status, body) == (200, b'{"status": "ok", "database": "ok"}')
+    assert "max-age=31536000" in headers["strict-transport-security"]
+
+    status, headers, _ = _get(port, "/api/health", {"Host": "127.0.0.1"})
+    assert status == 301 and headers["location"].startswith("https://"), "plain HTTP redirects"
+
+    status, headers, body = _get(port, "/static/css/ctxweb.css", {**PROXIED, "Accept-Encoding": "gzip"})
+    assert status == 200
+    assert headers["content-type"].startswith("text/css")
+    assert headers.get("content-encoding") == "gzip", "whitenoise serves the compressed copy"
+    assert body[:2] == b"\x1f\x8b"
+
+    status, _, _ = _get(port, "/api/health", {"Host": "evil.example.org", "X-Forwarded-Proto": "https"})
+    assert status == 400, "hosts outside DJANGO_ALLOWED_HOSTS are refused"
+
+    time.sleep(0.5)  # let the access log flush
+    log = processes.log("gunicorn")
+    assert "Booting worker" in log and log.count("Booting worker") == 2
+    assert '"GET /static/css/ctxweb.css HTTP/1.1" 200' in log, "the access log records requests"

@@ -1,0 +1,112 @@
+"""API keys: stored hashed, revocable, and repeated failures are throttled per client."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test import Client
+
+from sessions_app.models import ApiKey
+
+from .conftest import ApiClient, World
+
+
+def _every_stored_text() -> str:
+    """Every cell of every table, as one text (to look for a secret anywhere in the DB)."""
+    cells: list[str] = []
+    with connection.cursor() as cursor:
+        for table in connection.introspection.table_names(cursor):
+            cursor.execute(f"SELECT * FROM {connection.ops.quote_name(table)}")
+            cells.extend(str(cell) for row in cursor.fetchall() for cell in row)
+    return "\n".join(cells)
+
+
+def test_no_plain_key_is_stored_anywhere(world: World) -> None:
+    secret = world.alice_key.rsplit("_", 1)[1]
+    world.as_alice.get("/api/sessions")  # a use, which touches last_used_at
+
+    stored = _every_stored_text()
+
+    assert secret not in stored
+    assert world.alice_key not in stored
+    row = ApiKey.objects.get(user=world.alice)
+    assert row.key_hash == ApiKey.hash_key(world.alice_key)
+    assert len(row.key_hash) == 64
+
+
+def test_a_key_revoked_in_the_admin_is_refused(world: World) -> None:
+    assert world.as_alice.get("/api/sessions").status_code == 200
+    admin = get_user_model().objects.create_superuser("root", "root@example.com", "pw-12345-root")
+    browser = Client()
+    browser.force_login(admin)
+    row = ApiKey.objects.get(user=world.alice)
+
+    response = browser.post(
+        "/admin/sessions_app/apikey/", {"action": "revoke", "_selected_action": [row.pk]}
+    )
+
+    assert response.status_code == 302
+    row.refresh_from_db()
+    assert row.revoked_at is not None
+    refused = world.as_alice.get("/api/sessions")
+    assert refused.status_code == 401
+    assert refused["WWW-Authenticate"] == "Bearer"
+    assert world.as_mallory.get("/api/sessions").status_code == 200, "other keys still work"
+
+
+def test_a_deactivated_user_s_key_is_refused(world: World) -> None:
+    world.alice.is_active = False
+    world.alice.save()
+
+    assert world.as_alice.get("/api/sessions").status_code == 401
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Bearer ctx_000000000000_wrong",
+        "Bearer not-a-key",
+        "Basic YWxpY2U6cGFzc3dvcmQ=",
+        "Bearer ",
+        "ctx_000000000000_wrong",
+    ],
+)
+def test_bad_credentials_are_401(world: World, header: str) -> None:
+    client = ApiClient(HTTP_AUTHORIZATION=header)
+
+    assert client.get("/api/sessions").status_code == 401
+
+
+def test_a_right_lookup_with_a_wrong_secret_is_refused(world: World) -> None:
+    prefix = world.alice_key.rsplit("_", 1)[0]
+
+    forged = ApiClient(f"{prefix}_{'A' * 43}")
+
+    assert forged.get("/api/sessions").status_code == 401
+
+
+def test_repeated_failures_are_throttled_then_even_a_good_key_waits(
+    world: World, settings: Any
+) -> None:
+    settings.CTXWEB_AUTH_FAILURE_LIMIT = 5
+    attacker = ApiClient("ctx_000000000000_guess", REMOTE_ADDR="203.0.113.7")
+
+    statuses = [attacker.get("/api/sessions").status_code for _ in range(7)]
+
+    assert statuses[:5] == [401] * 5
+    assert statuses[5:] == [429, 429]
+    same_address = ApiClient(world.alice_key, REMOTE_ADDR="203.0.113.7")
+    assert same_address.get("/api/sessions").status_code == 429
+    elsewhere = ApiClient(world.alice_key, REMOTE_ADDR="198.51.100.9")
+    assert elsewhere.get("/api/sessions").status_code == 200
+
+
+def test_successful_requests_are_never_throttled(world: World, settings: Any) -> None:
+    settings.CTXWEB_AUTH_FAILURE_LIMIT = 3
+
+    statuses = {world.as_alice.get("/api/sessions").status_code for _ in range(10)}
+
+    assert statuses == {200}

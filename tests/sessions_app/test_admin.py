@@ -1,0 +1,145 @@
+"""The admin: validated profiles (read fresh by the next compaction), read-only compactions
+with escaped archives, API keys shown once and revocable."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.forms.models import model_to_dict
+from django.test import Client
+
+from compaction.summarizers.scripted import ScriptedSummarizer
+from sessions_app.admin import CompactionProfileForm
+from sessions_app.models import ApiKey, Compaction, CompactionProfile
+from sessions_app.services.auto import prepare_context
+from sessions_app.services.compacting import compact_session
+from tests.sessions_app.conftest import JsonClient
+from tests.support.histories import assistant, user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin_client(db: Any) -> Client:
+    admin = get_user_model().objects.create_superuser("root", "", "root-password-123")
+    client = Client()
+    client.force_login(admin)
+    return client
+
+
+def form_data(profile: CompactionProfile, **changes: Any) -> dict[str, Any]:
+    data = model_to_dict(profile)
+    data.pop("id", None)
+    for key in ("steps", "file_view_tools"):
+        data[key] = json.dumps(data[key])
+    data["hard_limit"] = "" if data["hard_limit"] is None else data["hard_limit"]
+    data.update(changes)
+    return {k: v for k, v in data.items() if v is not False}
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"trigger_ratio": 0}, "trigger_ratio"),
+        ({"trigger_ratio": 1.5}, "trigger_ratio"),
+        ({"tail_retention_ratio": 0}, "tail_retention_ratio"),
+        ({"keep_recent_messages": -1}, "keep_recent_messages"),
+        ({"hard_limit": 1000}, "hard_limit"),  # under 0.92 x 200000
+        ({"steps": '["summary", "dance"]'}, "steps"),
+        ({"middle_start": 0.9, "middle_end": 0.5}, "middle_start"),
+    ],
+)
+def test_invalid_profiles_get_field_errors(changes: dict[str, Any], field: str) -> None:
+    profile = CompactionProfile.objects.get(name="balanced")
+    form = CompactionProfileForm(data=form_data(profile, **changes), instance=profile)
+    assert not form.is_valid()
+    assert field in form.errors, form.errors
+
+
+def test_a_valid_profile_form_saves(db: Any) -> None:
+    profile = CompactionProfile.objects.get(name="balanced")
+    form = CompactionProfileForm(data=form_data(profile, hard_limit=195_000), instance=profile)
+    assert form.is_valid(), form.errors
+    form.save()
+    assert CompactionProfile.objects.get(name="balanced").hard_limit == 195_000
+
+
+def test_a_profile_change_in_the_admin_applies_to_the_next_compaction(
+    admin_client: Client, make_session: Any, make_profile: Any, conversation: Any, scripted: Any
+) -> None:
+    scripted(default="summary")
+    profile = make_profile(keep_recent_messages=4, steps=["summary"])
+    session = make_session(messages=conversation(12), profile=profile)  # 200K tokens: far under
+    assert prepare_context(session)["skipped"] == "below_threshold"
+    response = admin_client.post(
+        f"/admin/sessions_app/compactionprofile/{profile.pk}/change/",
+        form_data(profile, context_limit=2500),
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    payload = prepare_context(session)
+    assert payload["compaction"] is not None
+    assert payload["compaction"]["trigger"] == "auto"
+    assert payload["limit"] == 2500
+
+
+def test_an_invalid_admin_change_is_refused(admin_client: Client, make_profile: Any) -> None:
+    profile = make_profile()
+    response = admin_client.post(
+        f"/admin/sessions_app/compactionprofile/{profile.pk}/change/",
+        form_data(profile, trigger_ratio=0),
+    )
+    assert response.status_code == 200
+    assert "Must be a ratio in (0, 1]" in response.content.decode()
+    profile.refresh_from_db()
+    assert profile.trigger_ratio != 0
+
+
+def test_compactions_are_read_only_with_escaped_archives(
+    admin_client: Client, make_session: Any, make_profile: Any, conversation: Any
+) -> None:
+    profile = make_profile(keep_recent_messages=4, steps=["summary"])
+    hostile = [user("<script>alert(1)</script> " * 30), assistant("ok " * 60)]
+    session = make_session(
+        messages=hostile + conversation(10)[1:], context_limit=3000, profile=profile
+    )
+    compaction = compact_session(session, summarizer=ScriptedSummarizer(default="s")).compaction
+    assert compaction is not None
+    page = admin_client.get(f"/admin/sessions_app/compaction/{compaction.pk}/change/")
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<script>alert(1)</script>" not in html
+    assert re.search(r"<pre[^>]*>", html)
+    assert admin_client.get("/admin/sessions_app/compaction/add/").status_code == 403
+    admin_client.post(f"/admin/sessions_app/compaction/{compaction.pk}/change/", {"summary": "x"})
+    assert Compaction.objects.get(pk=compaction.pk).summary == "s"
+
+
+def test_api_keys_are_shown_once_and_revocable(admin_client: Client, user: Any) -> None:
+    response = admin_client.post(
+        "/admin/sessions_app/apikey/add/", {"user": user.pk, "name": "ci"}, follow=True
+    )
+    html = response.content.decode()
+    match = re.search(r"(ctx_[0-9a-f]{12}_[A-Za-z0-9_\-]+)", html)
+    assert match, html[:3000]
+    key = match.group(1)
+    row = ApiKey.objects.get(name="ci")
+    assert row.key_hash == ApiKey.hash_key(key)
+    assert JsonClient(key).get("/api/sessions").status_code == 200
+    # Afterwards only the prefix is shown.
+    listing = admin_client.get("/admin/sessions_app/apikey/").content.decode()
+    detail = admin_client.get(f"/admin/sessions_app/apikey/{row.pk}/change/").content.decode()
+    assert key not in listing
+    assert key not in detail
+    assert f"ctx_{row.lookup}" in listing
+    admin_client.post(
+        "/admin/sessions_app/apikey/",
+        {"action": "revoke", "_selected_action": [row.pk]},
+    )
+    row.refresh_from_db()
+    assert row.revoked_at is not None
+    assert JsonClient(key).get("/api/sessions").status_code == 401

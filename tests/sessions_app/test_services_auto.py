@@ -1,0 +1,167 @@
+"""sessions_app.services.auto: prepare_context (REQ-3.1, 3.4, cooldown) and the post-call check."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from compaction import SummaryError
+from compaction.messages import is_summary_message
+from sessions_app.models import Compaction, CompactionJob, CompactionProfile, Session
+from sessions_app.services.auto import in_cooldown, post_call_check, prepare_context, usage_tokens
+from sessions_app.services.context import runtime_messages
+from tests.support.histories import assistant, user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def profile(make_profile: Any) -> CompactionProfile:
+    made: CompactionProfile = make_profile(
+        keep_recent_messages=4,
+        steps=["summary"],
+        cooldown_seconds=60,
+        context_limit=2500,
+        hard_limit=3000,
+    )
+    return made
+
+
+def big_session(
+    make_session: Any, profile: CompactionProfile, conversation: Any, **kw: Any
+) -> Session:
+    made: Session = make_session(messages=conversation(12), profile=profile, **kw)
+    return made
+
+
+def test_under_the_threshold_nothing_is_compacted(
+    make_session: Any, profile: CompactionProfile, scripted: Any
+) -> None:
+    summarizer = scripted(default="unused")
+    session = make_session(messages=[user("hi")], profile=profile)
+    payload = prepare_context(session)
+    assert payload["compaction"] is None
+    assert payload["skipped"] == "below_threshold"
+    assert payload["messages"] == [{"role": "user", "content": "hi"}]
+    assert summarizer.requests == []
+
+
+def test_over_the_threshold_it_compacts_first_then_returns_the_context(
+    make_session: Any, profile: CompactionProfile, conversation: Any, scripted: Any
+) -> None:
+    scripted(default="Goals and key decisions:\n- keep going")
+    session = big_session(make_session, profile, conversation)
+    before = session.context_tokens
+    payload = prepare_context(session)
+    assert payload["compaction"]["trigger"] == "auto"
+    assert payload["compaction"]["status"] == "succeeded"
+    assert payload["tokens"] < before
+    assert any("keep going" in str(m["content"]) for m in payload["messages"])
+    assert set(payload) >= {"system", "messages", "tokens", "limit", "usage"}
+
+
+def test_a_failed_compaction_is_logged_and_the_context_returned_then_cools_down(
+    make_session: Any,
+    profile: CompactionProfile,
+    conversation: Any,
+    scripted: Any,
+    caplog: Any,
+) -> None:
+    summarizer = scripted(default=SummaryError("api_error", "overloaded", retryable=False))
+    session = big_session(make_session, profile, conversation)
+    with caplog.at_level(logging.WARNING, logger="sessions_app"):
+        payload = prepare_context(session)
+    assert payload["compaction"]["status"] == "failed"
+    assert payload["compaction"]["failure_reason"] == "api_error"
+    assert payload["tokens"] == session.context_tokens
+    assert any("failed" in record.getMessage() for record in caplog.records)
+    assert in_cooldown(session)
+    asked = len(summarizer.requests)
+    again = prepare_context(session)
+    assert again["skipped"] == "cooldown"
+    assert again["compaction"] is None
+    assert len(summarizer.requests) == asked
+    Session.objects.filter(pk=session.pk).update(cooldown_until=None)
+    prepare_context(session)
+    assert len(summarizer.requests) > asked
+
+
+def test_over_the_hard_limit_after_a_failed_summary_it_truncates(
+    make_session: Any, make_profile: Any, conversation: Any, scripted: Any
+) -> None:
+    scripted(default=SummaryError("timeout", "slow", retryable=False))
+    profile = make_profile(
+        keep_recent_messages=4, steps=["summary"], context_limit=2500, hard_limit=2400
+    )
+    session = make_session(messages=conversation(12), profile=profile)
+    assert session.context_tokens > 2400
+    payload = prepare_context(session)
+    assert payload["tokens"] <= 2400
+    truncation = Compaction.objects.get(session=session, trigger="hard_limit")
+    assert truncation.status == "succeeded"
+    assert payload["compaction"]["number"] == truncation.number
+    assert payload["messages"][-1] == {
+        "role": runtime_messages(session)[-1]["role"],
+        "content": runtime_messages(session)[-1]["content"],
+    }
+
+
+def test_a_profile_change_applies_to_the_next_compaction(
+    make_session: Any, profile: CompactionProfile, conversation: Any, scripted: Any
+) -> None:
+    scripted(default="summary")
+    CompactionProfile.objects.filter(pk=profile.pk).update(context_limit=200_000, hard_limit=None)
+    session = make_session(messages=conversation(12), profile=profile)
+    assert prepare_context(session)["skipped"] == "below_threshold"
+    CompactionProfile.objects.filter(pk=profile.pk).update(context_limit=2500)
+    payload = prepare_context(session)
+    assert payload["compaction"] is not None
+    assert payload["limit"] == 2500
+
+
+def test_disabled_profiles_never_compact(
+    make_session: Any, make_profile: Any, conversation: Any, scripted: Any
+) -> None:
+    scripted(default="summary")
+    profile = make_profile(enabled=False)
+    session = make_session(messages=conversation(12), context_limit=2500, profile=profile)
+    payload = prepare_context(session)
+    assert payload["skipped"] == "disabled"
+    assert not [m for m in runtime_messages(session) if is_summary_message(m)]
+
+
+def test_post_call_check_records_usage_and_queues_when_over(
+    make_session: Any, profile: CompactionProfile
+) -> None:
+    session = make_session(messages=[user("hi")], context_limit=10_000, profile=profile)
+    reply = assistant("x", usage={"input_tokens": 9000, "output_tokens": 500})
+    job = post_call_check(session, [reply])
+    assert job is not None
+    assert job.params == {"trigger": "auto"}
+    last_usage = Session.objects.get(pk=session.pk).last_usage
+    assert last_usage is not None
+    assert last_usage["total_tokens"] == 9500
+    # A second over-threshold reply while the job is queued queues nothing more.
+    assert post_call_check(session, [reply]) is None
+    assert CompactionJob.objects.count() == 1
+
+
+def test_post_call_check_ignores_messages_without_usage(make_session: Any) -> None:
+    session = make_session(messages=[user("hi")])
+    assert post_call_check(session, [assistant("x")]) is None
+    assert Session.objects.get(pk=session.pk).last_usage is None
+
+
+@pytest.mark.parametrize(
+    ("usage", "total"),
+    [
+        ({"input_tokens": 10, "output_tokens": 5}, 15),
+        ({"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 100}, 115),
+        ({"prompt_tokens": 7, "completion_tokens": 3}, 10),
+        ({"total_tokens": 42}, 42),
+    ],
+)
+def test_usage_tokens(usage: dict[str, int], total: int) -> None:
+    assert usage_tokens(usage) == total

@@ -1,0 +1,292 @@
+"""sessions_app.services.compacting: commit, archive, parents, dry run, failures, revert."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.core.files.storage import FileSystemStorage, default_storage
+from django.db import DatabaseError
+
+from compaction import SummaryError, validate_messages
+from compaction.messages import is_summary_message
+from compaction.summarizers.scripted import ScriptedSummarizer
+from sessions_app.models import Compaction, ContextEntry, Message, Session
+from sessions_app.services.compacting import compact_session, revert_compaction
+from sessions_app.services.context import runtime_messages
+from sessions_app.services.errors import Conflict
+
+pytestmark = pytest.mark.django_db
+
+SUMMARY = "Goals and key decisions:\n- fix the parser"
+
+
+def seq_range(compaction: Compaction) -> tuple[int, int]:
+    """The (first_seq, last_seq) of a compaction that has a range."""
+    assert compaction.first_seq is not None
+    assert compaction.last_seq is not None
+    return compaction.first_seq, compaction.last_seq
+
+
+def state(session: Session) -> dict[str, Any]:
+    """Everything a compaction may change, to compare before and after."""
+    fresh = Session.objects.get(pk=session.pk)
+    entries = list(
+        ContextEntry.objects.filter(session=session)
+        .order_by("position")
+        .values_list(
+            "id",
+            "position",
+            "kind",
+            "message_id",
+            "compaction_id",
+            "role",
+            "content",
+            "extra",
+            "token_count",
+        )
+    )
+    totals = {
+        name: getattr(fresh, name)
+        for name in (
+            "version",
+            "context_revision",
+            "context_tokens",
+            "context_entry_count",
+            "compaction_count",
+            "message_count",
+            "history_tokens",
+        )
+    }
+    history = list(Message.objects.filter(session=session).values_list("seq", "content"))
+    succeeded = Compaction.objects.filter(session=session, status="succeeded").count()
+    return {"entries": entries, "totals": totals, "history": history, "succeeded": succeeded}
+
+
+@pytest.fixture
+def session(make_session: Any, make_profile: Any, conversation: Any) -> Session:
+    profile = make_profile(keep_recent_messages=4, steps=["summary"])
+    made: Session = make_session(messages=conversation(12), context_limit=3000, profile=profile)
+    return made
+
+
+def test_compaction_replaces_the_middle_by_one_summary_entry(session: Session) -> None:
+    Session.objects.filter(pk=session.pk).update(last_usage={"input_tokens": 2000})
+    before = state(session)
+    outcome = compact_session(session, summarizer=ScriptedSummarizer(default=SUMMARY))
+    compaction = outcome.compaction
+    assert outcome.compacted
+    assert compaction is not None
+    assert compaction.number == 1
+    assert compaction.status == "succeeded"
+    assert compaction.trigger == "manual"
+    assert compaction.summarizer == "scripted"
+    assert compaction.summary == SUMMARY
+    messages = runtime_messages(session)
+    summaries = [m for m in messages if is_summary_message(m)]
+    assert len(summaries) == 1
+    assert SUMMARY in summaries[0]["content"]
+    assert messages[0]["role"] == "system"
+    assert validate_messages(messages) == []
+    # The full history is never edited.
+    after = state(session)
+    assert after["history"] == before["history"]
+    # Range, stats and cached totals.
+    assert compaction.first_seq == 1
+    assert compaction.tokens_before == before["totals"]["context_tokens"]
+    assert compaction.tokens_after == session.context_tokens
+    first, last = seq_range(compaction)
+    assert compaction.compacted_message_count == last - first + 1
+    assert compaction.ratio == pytest.approx(compaction.tokens_after / compaction.tokens_before)
+    assert session.context_entry_count == len(messages)
+    assert session.compaction_count == 1
+    assert session.version == before["totals"]["version"] + 1
+    # Usage statistics are cleared until the next model call (REQ-3.3).
+    assert session.last_usage is None
+
+
+def test_the_archive_holds_the_exact_replaced_entries(session: Session) -> None:
+    before = {row[0]: row for row in state(session)["entries"]}
+    compaction = compact_session(session, summarizer=ScriptedSummarizer(default=SUMMARY)).compaction
+    assert compaction is not None
+    assert compaction.archive
+    name = compaction.archive.name or ""
+    with default_storage.open(name) as handle:
+        document = json.load(handle)
+    archived = document["entries"]
+    first, last = seq_range(compaction)
+    assert [a["seq"] for a in archived] == list(range(first, last + 1))
+    for item in archived:
+        original = before[item["id"]]
+        assert (item["position"], item["kind"], item["message_id"], item["token_count"]) == (
+            original[1],
+            original[2],
+            original[3],
+            original[8],
+        )
+        row = Message.objects.get(pk=item["message_id"])
+        assert item["message"] == row.as_dict()
+    assert name.startswith(f"archives/{session.pk}/compact-")
+
+
+def test_a_second_compaction_absorbs_the_first_and_becomes_its_parent(session: Session) -> None:
+    first = compact_session(session, summarizer=ScriptedSummarizer(default=SUMMARY)).compaction
+    from sessions_app.services.sessions import append_messages
+    from tests.support.histories import assistant, user
+
+    append_messages(
+        session,
+        [m for i in range(8) for m in (user(f"more {i} " * 40), assistant(f"ok {i} " * 40))],
+    )
+    second = compact_session(
+        session, summarizer=ScriptedSummarizer(default="second summary")
+    ).compaction
+    assert first is not None
+    assert second is not None
+    first.refresh_from_db()
+    assert first.parent_id == second.pk
+    assert seq_range(second)[0] == seq_range(first)[0]
+    assert seq_range(second)[1] > seq_range(first)[1]
+    assert next(m for m in runtime_messages(session) if is_summary_message(m))["content"].endswith(
+        "second summary"
+    )
+
+
+def test_a_caller_written_summary_needs_no_summarizer(session: Session) -> None:
+    never = ScriptedSummarizer()  # raises if it is ever asked
+    outcome = compact_session(session, summary="My own summary.", summarizer=never)
+    assert outcome.compaction is not None
+    assert outcome.compaction.summarizer == "caller"
+    assert outcome.compaction.summary == "My own summary."
+    assert never.requests == []
+
+
+def test_dry_run_returns_the_preview_and_stores_nothing(session: Session) -> None:
+    before = state(session)
+    outcome = compact_session(session, dry_run=True, summarizer=ScriptedSummarizer(default=SUMMARY))
+    assert outcome.dry_run
+    assert outcome.compaction is None
+    assert outcome.compacted
+    preview = outcome.preview
+    assert preview is not None
+    parts = preview["partition"]
+    assert parts["head"]["messages"] == 1
+    total = sum(parts[p]["messages"] for p in ("head", "middle", "tail"))
+    assert total == before["totals"]["context_entry_count"]
+    assert preview["summary"] == SUMMARY
+    assert preview["tokens_before"] == before["totals"]["context_tokens"]
+    assert preview["predicted_tokens_after"] < preview["tokens_before"]
+    assert state(session) == before
+    assert not Compaction.objects.exists()
+
+
+def test_a_summarizer_failure_is_recorded_and_changes_nothing(session: Session) -> None:
+    before = state(session)
+    failing = ScriptedSummarizer(default=SummaryError("api_error", "529 overloaded"))
+    outcome = compact_session(session, summarizer=failing)
+    assert outcome.failed
+    assert not outcome.compacted
+    assert outcome.compaction is not None
+    assert outcome.compaction.failure_reason == "api_error"
+    assert any(e["phase"] == "rollback" for e in outcome.compaction.details["events"])
+    assert state(session) == before
+
+
+def test_an_archive_write_failure_changes_nothing(session: Session, monkeypatch: Any) -> None:
+    before = state(session)
+
+    def broken_save(*args: Any, **kwargs: Any) -> str:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(FileSystemStorage, "save", broken_save)
+    outcome = compact_session(session, summarizer=ScriptedSummarizer(default=SUMMARY))
+    assert outcome.failed
+    assert outcome.compaction is not None
+    assert outcome.compaction.failure_reason == "archive_error"
+    assert state(session) == before
+
+
+def test_a_database_failure_changes_nothing_and_leaves_no_archive(
+    session: Session, monkeypatch: Any
+) -> None:
+    before = state(session)
+
+    def broken_bulk_create(*args: Any, **kwargs: Any) -> Any:
+        raise DatabaseError("connection lost at commit")
+
+    monkeypatch.setattr(ContextEntry.objects, "bulk_create", broken_bulk_create)
+    outcome = compact_session(session, summarizer=ScriptedSummarizer(default=SUMMARY))
+    assert outcome.failed
+    assert outcome.compaction is not None
+    assert outcome.compaction.failure_reason == "database_error"
+    assert state(session) == before
+    folder = f"archives/{session.pk}"
+    assert not default_storage.exists(folder) or default_storage.listdir(folder)[1] == []
+
+
+def test_nothing_to_compact_stores_nothing(make_session: Any) -> None:
+    session = make_session(messages=[{"role": "user", "content": "hi"}])
+    outcome = compact_session(session)
+    assert outcome.compaction is None
+    assert not outcome.compacted
+    assert outcome.reason == "nothing_to_compact"
+    assert not Compaction.objects.exists()
+
+
+def test_a_pending_tool_call_stays_last_and_the_rest_is_compacted(
+    session: Session,
+) -> None:
+    from sessions_app.services.sessions import append_messages
+    from tests.support.histories import tool_call, user
+
+    append_messages(session, [user("read the file"), tool_call("pending-1")])
+    outcome = compact_session(session, summarizer=ScriptedSummarizer(default=SUMMARY))
+    assert outcome.compacted
+    messages = runtime_messages(session)
+    assert messages[-1]["content"][0]["id"] == "pending-1"
+
+
+def test_revert_restores_the_entries_exactly(session: Session) -> None:
+    before = state(session)
+    compaction = compact_session(session, summarizer=ScriptedSummarizer(default=SUMMARY)).compaction
+    assert compaction is not None
+    reverted = revert_compaction(session, compaction.number)
+    assert reverted.status == "reverted"
+    after = state(session)
+    assert after["entries"] == before["entries"]
+    for name in ("context_tokens", "context_entry_count", "compaction_count", "message_count"):
+        assert after["totals"][name] == before["totals"][name]
+
+
+def test_only_the_newest_compaction_over_a_region_can_be_reverted(session: Session) -> None:
+    from sessions_app.services.sessions import append_messages
+    from tests.support.histories import assistant, user
+
+    first = compact_session(session, summarizer=ScriptedSummarizer(default=SUMMARY)).compaction
+    append_messages(
+        session,
+        [m for i in range(8) for m in (user(f"more {i} " * 40), assistant(f"ok {i} " * 40))],
+    )
+    second = compact_session(session, summarizer=ScriptedSummarizer(default="second")).compaction
+    assert first is not None
+    assert second is not None
+    with pytest.raises(Conflict) as info:
+        revert_compaction(session, first.number)
+    assert info.value.blocking == second.number
+    assert f"#{second.number}" in str(info.value)
+    revert_compaction(session, second.number)
+    first.refresh_from_db()
+    assert first.parent_id is None
+    revert_compaction(session, first.number)
+    assert not [m for m in runtime_messages(session) if is_summary_message(m)]
+
+
+def test_reverting_a_reverted_or_failed_compaction_conflicts(session: Session) -> None:
+    compaction = compact_session(session, summarizer=ScriptedSummarizer(default=SUMMARY)).compaction
+    assert compaction is not None
+    revert_compaction(session, compaction.number)
+    with pytest.raises(Conflict):
+        revert_compaction(session, compaction.number)
+    with pytest.raises(Compaction.DoesNotExist):
+        revert_compaction(session, 99)

@@ -1,0 +1,124 @@
+"""sessions_app.services.sessions: create, append (validation, token counts), delete, isolation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from compaction import InvalidMessagesError, PolicyError, message_token_counts
+from sessions_app.models import ContextEntry, Message, Session
+from sessions_app.services.errors import VersionConflict
+from sessions_app.services.sessions import (
+    append_messages,
+    create_session,
+    delete_session,
+    sessions_for,
+)
+from tests.support.histories import assistant, tool_call, tool_results
+from tests.support.histories import user as user_msg
+
+pytestmark = pytest.mark.django_db
+
+
+def test_create_session_stores_history_context_and_cached_totals(
+    user: Any, conversation: Any
+) -> None:
+    messages = conversation(3)
+    session = create_session(user, title="t", messages=messages)
+    counts = message_token_counts(messages, "o200k_base")
+    rows = list(Message.objects.filter(session=session).order_by("seq"))
+    assert [r.seq for r in rows] == list(range(len(messages)))
+    assert [r.token_count for r in rows] == counts
+    assert [r.as_dict() for r in rows] == messages
+    assert ContextEntry.objects.filter(session=session).count() == len(messages)
+    session.refresh_from_db()
+    assert session.history_tokens == session.context_tokens == sum(counts)
+    assert session.message_count == session.context_entry_count == len(messages)
+    assert session.version == 1
+
+
+def test_create_session_with_system_prompt_puts_it_first(user: Any) -> None:
+    session = create_session(user, system="Be brief.", messages=[user_msg("hi")])
+    first = Message.objects.get(session=session, seq=0)
+    assert (first.role, first.content) == ("system", "Be brief.")
+
+
+def test_invalid_messages_raise_with_paths_relative_to_the_request_and_store_nothing(
+    user: Any,
+) -> None:
+    bad = [
+        user_msg("hi"),
+        tool_call("t1"),
+        {"role": "user", "content": [{"type": "tool_result", "content": "x"}]},
+    ]
+    with pytest.raises(InvalidMessagesError) as info:
+        create_session(user, system="s", messages=bad)
+    paths = [p.path for p in info.value.problems]
+    assert "messages[2].content[0].tool_use_id" in paths
+    assert not Session.objects.exists()
+
+
+def test_unknown_profile_is_a_policy_error_on_profile(user: Any) -> None:
+    with pytest.raises(PolicyError) as info:
+        create_session(user, profile="nope")
+    assert info.value.field == "profile"
+
+
+def test_append_accepts_the_answer_to_a_pending_tool_call(user: Any) -> None:
+    session = create_session(user, messages=[user_msg("read it"), tool_call("t1")])
+    rows = append_messages(session, [tool_results(("t1", "content")), assistant("done")])
+    assert [r.seq for r in rows] == [2, 3]
+    assert session.version == 2
+    assert session.message_count == 4
+
+
+def test_append_refuses_a_message_that_ignores_the_pending_tool_call(user: Any) -> None:
+    session = create_session(user, messages=[user_msg("read it"), tool_call("t1")])
+    with pytest.raises(InvalidMessagesError) as info:
+        append_messages(session, [user_msg("something else")])
+    assert info.value.problems[0].path == "messages[0]"
+    assert "t1" in info.value.problems[0].message
+    session.refresh_from_db()
+    assert session.message_count == 2
+    assert session.version == 1
+
+
+def test_append_reports_block_paths_relative_to_the_appended_list(user: Any) -> None:
+    session = create_session(user, messages=[user_msg("hi"), assistant("hello")])
+    bad = [{"role": "user", "content": [{"type": "text", "text": "ok"}, {"type": "bogus"}]}]
+    with pytest.raises(InvalidMessagesError) as info:
+        append_messages(session, bad)
+    assert info.value.problems[0].path == "messages[0].content[1].type"
+
+
+def test_append_with_a_stale_expected_version_conflicts(user: Any) -> None:
+    session = create_session(user, messages=[user_msg("hi")])
+    with pytest.raises(VersionConflict):
+        append_messages(session, [assistant("x")], expected_version=0)
+    append_messages(session, [assistant("x")], expected_version=1)
+    assert session.version == 2
+
+
+def test_extra_keys_are_kept_and_id_becomes_original_id(user: Any) -> None:
+    message = {"role": "user", "content": "hi", "id": "m-1", "created_at": "2024-01-02T03:04:05Z"}
+    session = create_session(user, messages=[message])
+    row = Message.objects.get(session=session)
+    assert row.original_id == "m-1"
+    assert row.created_at.year == 2024
+    assert row.as_dict() == message
+
+
+def test_sessions_for_isolates_owners(user: Any, other_user: Any) -> None:
+    mine = create_session(user)
+    create_session(other_user)
+    assert list(sessions_for(user)) == [mine]
+    assert list(sessions_for(None)) == []
+
+
+def test_delete_session_removes_everything(user: Any, conversation: Any) -> None:
+    session = create_session(user, messages=conversation(2))
+    delete_session(session)
+    assert not Session.objects.exists()
+    assert not Message.objects.exists()
+    assert not ContextEntry.objects.exists()
