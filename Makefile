@@ -58,7 +58,7 @@ test: lint typecheck pytest pytest-postgres
 
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
-	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b; done
+	for b in bench/[a-z]*.py; do m=$$(basename $$b .py); echo "== bench/$$m.py"; $(BIN)/python -m bench.$$m; done
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

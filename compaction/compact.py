@@ -43,6 +43,7 @@ logger = logging.getLogger("compaction")
 EventHandler = Callable[[CompactionEvent], None]
 #: Reasons for returning the input unchanged that are not failures.
 NOT_NEEDED: Final = frozenset({"empty", "disabled", "below_threshold", "nothing_to_compact"})
+_TRANSACTION: Final = frozenset({"selective", "summary"})
 
 
 def compact_messages(
@@ -249,14 +250,20 @@ class _Run:
             if failure.reason == "nothing_to_compact" and not pruned:
                 self.failure = self.failure or failure.reason
                 return snapshot, False
-            self._rollback(failure, snapshot)
+            self._rollback(failure, snapshot, _TRANSACTION)
             return snapshot, failure.reason not in NOT_NEEDED
 
-    def _rollback(self, failure: _Failure, snapshot: _State) -> None:
+    def _rollback(
+        self, failure: _Failure, snapshot: _State, steps: frozenset[str] | None = None
+    ) -> None:
+        """Record a rollback to `snapshot`; the reports of `steps` (default: all) that had
+        changed something are marked rolled back."""
         self.failure = failure.reason
         self.rolled_back = True
         self.steps = [
-            replace(r, changed=False, detail={**r.detail, "rolled_back": True}) if r.changed else r
+            replace(r, changed=False, detail={**r.detail, "rolled_back": True})
+            if r.changed and (steps is None or r.step in steps)
+            else r
             for r in self.steps
         ]
         self.summary = self.summary_message = self.partition = None

@@ -153,6 +153,7 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "staticfiles"
+STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns about a missing one before collectstatic
 
 # Archives, offloaded tool results and uploaded sources go through the default storage:
 # a folder of CTXWEB_DATA_DIR unless CTXWEB_STORAGE_BACKEND names another Django storage
@@ -173,7 +174,9 @@ STORAGES = {
         else "django.contrib.staticfiles.storage.StaticFilesStorage",
     },
 }
-WHITENOISE_USE_FINDERS = DEBUG
+# Serve straight from the source folders too, so the pages work with DEBUG off even before
+# `collectstatic` (which a deployment still runs, for compressed files and caching headers).
+WHITENOISE_USE_FINDERS = env_bool("CTXWEB_STATIC_FINDERS", True)
 
 TASKS = {
     "default": {
@@ -219,6 +222,15 @@ ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")
 CTXWEB_JOB_HEARTBEAT_SECONDS = float(os.environ.get("CTXWEB_JOB_HEARTBEAT_SECONDS", "5"))
 CTXWEB_JOB_STALE_SECONDS = float(os.environ.get("CTXWEB_JOB_STALE_SECONDS", "60"))
 CTXWEB_REAPER_INTERVAL_SECONDS = float(os.environ.get("CTXWEB_REAPER_INTERVAL_SECONDS", "30"))
+# Reverse proxies in front of the web processes (nginx: 1). Failed authentications are
+# then charged to the client address the outermost proxy saw (X-Forwarded-For, counted
+# from the right), not to the proxy's own address.
+CTXWEB_TRUSTED_PROXIES = int(os.environ.get("CTXWEB_TRUSTED_PROXIES", "0"))
+# Failed API authentications allowed per client and window before 429 (sessions_app.auth).
+CTXWEB_AUTH_FAILURE_LIMIT = int(os.environ.get("CTXWEB_AUTH_FAILURE_LIMIT", "20"))
+CTXWEB_AUTH_FAILURE_WINDOW_SECONDS = int(
+    os.environ.get("CTXWEB_AUTH_FAILURE_WINDOW_SECONDS", "300")
+)
 CTXWEB_SAMPLES_DIR = Path(
     os.environ.get("CTXWEB_SAMPLES_DIR", BASE_DIR.parent / "shared" / "samples")
 )

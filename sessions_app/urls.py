@@ -25,6 +25,7 @@ urlpatterns = [
     path(_S, session_detail.session_detail, name="session"),
     path(f"{_S}overview/", session_detail.overview, name="overview"),
     path(f"{_S}tabs/<slug:tab>/", tabs.tab_view, name="tab"),
+    path(f"{_S}context.json", tabs.context_download, name="context_download"),
     path(f"{_S}history/", history.history_gap, name="history"),
     path(f"{_S}messages/", history.message_range, name="message_range"),
     path(f"{_S}messages/<int:seq>/", history.message_full, name="message"),

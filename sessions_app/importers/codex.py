@@ -52,6 +52,8 @@ _OUTPUTS: Final = frozenset(
         "tool_search_output",
     }
 )
+#: Response item types an early rollout writes without the `{type, payload}` wrapper.
+_BARE_ITEMS: Final = _CALLS | _SERVER_CALLS | _OUTPUTS | {"message", "reasoning"}
 #: First words of user messages Codex injects itself (instructions, environment, aborts).
 _INJECTED: Final = (
     "<environment_context>",
@@ -101,15 +103,8 @@ class _Rollout:
         kind = record.get("type")
         payload = record.get("payload")
         when = record.get("timestamp")
-        if "payload" not in record:
-            if isinstance(kind, str) and (
-                kind in _CALLS | _OUTPUTS | _SERVER_CALLS
-                or kind
-                in {
-                    "message",
-                    "reasoning",
-                }
-            ):
+        if "payload" not in record:  # an early rollout: bare items after a header line
+            if kind in _BARE_ITEMS:
                 kind, payload = "response_item", record
             elif "instructions" in record and "id" in record:
                 kind, payload = "session_meta", record
@@ -330,7 +325,7 @@ def _reasoning(item: Mapping[str, Any]) -> Block:
 def _call(item: Mapping[str, Any]) -> Block:
     kind = item.get("type")
     call_id = item.get("call_id") or item.get("id")
-    if kind in {"custom_tool_call"}:
+    if kind == "custom_tool_call":
         arguments: Any = item.get("input")
     elif kind == "local_shell_call":
         arguments = item.get("action")

@@ -160,6 +160,10 @@ def validate_extension(
     A final assistant message whose tool calls are not answered yet is allowed: its results
     arrive with the next append.
     """
+    # Only an assistant predecessor matters (its tool calls may be answered now); any other
+    # stored message stands in as a placeholder, so its own tool results need no call before it.
+    if previous is not None and previous.get("role") != "assistant":
+        previous = {"role": previous.get("role"), "content": "(stored message)"}
     combined: list[Any] = [*([previous] if previous is not None else []), *messages]
     if not combined:
         return []

@@ -5,7 +5,6 @@ Bars are SVG drawn from numbers (attributes, not inline styles: the CSP forbids 
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
@@ -42,6 +41,15 @@ def percent(value: Any, digits: int = 0) -> str:
 
 
 @register.filter
+def percent_of(value: Any, total: Any) -> str:
+    """`value` as a percentage of `total`, one decimal: '7.8%'."""
+    try:
+        return f"{float(value) / float(total) * 100:.1f}%"
+    except (TypeError, ValueError, ZeroDivisionError):
+        return ""
+
+
+@register.filter
 def ago(value: datetime | None) -> str:
     """'3 hours ago', or 'just now' under a minute."""
     if value is None:
@@ -49,12 +57,6 @@ def ago(value: datetime | None) -> str:
     if (timezone.now() - value).total_seconds() < 60:
         return "just now"
     return f"{timesince(value).split(',')[0]} ago"
-
-
-@register.filter
-def pretty_json(value: Any) -> str:
-    """Indented JSON (escaped later by the template, as any string)."""
-    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
 
 
 @register.simple_tag

@@ -12,6 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from django.db.models import BooleanField, ExpressionWrapper, Q, TextField
+from django.db.models.functions import Cast, Coalesce
+
 from compaction.messages import SUMMARY_KEY, blocks_of
 from sessions_app.models import ContextEntry, Session
 
@@ -101,40 +104,44 @@ def _chars(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False))
 
 
-def _split(
-    kind: str, role: str, extra: dict[str, Any], content: Any, tokens: int
-) -> dict[str, int]:
-    """Tokens of one entry by kind."""
-    if role == "system":
-        return {"system": tokens}
-    if kind == ContextEntry.Kind.SUMMARY or SUMMARY_KEY in (extra or {}):
-        return {"summaries": tokens}
+def _tool_share(content: Any, tokens: int) -> int:
+    """Tokens of an entry's tool blocks: its tokens split by the characters of each kind."""
     tool = text = 0
     for block in blocks_of({"content": content}):
         if block.get("type") in {"tool_use", "tool_result"}:
             tool += _chars(block.get("input") or block.get("content") or "") + 10
         else:
             text += _chars(block.get("text") or block.get("thinking") or "")
-    if not tool:
-        return {"messages": tokens}
-    tool_tokens = round(tokens * tool / (tool + text)) if tool + text else tokens
-    return {"tools": tool_tokens, "messages": tokens - tool_tokens}
+    return round(tokens * tool / (tool + text)) if tool + text else 0
 
 
 def _tokens_by_kind(session: Session) -> tuple[dict[str, int], int]:
+    """Runtime tokens by kind, and the entry count.
+
+    Contents are read as JSON text and only entries that hold tool blocks are decoded, so a
+    long context costs one query and a substring test per entry.
+    """
+    raw = Cast(Coalesce("content", "message__content"), output_field=TextField())
+    marked = ExpressionWrapper(Q(extra__has_key=SUMMARY_KEY), output_field=BooleanField())
     rows = (
         ContextEntry.objects.filter(session=session)
         .order_by("position")
-        .values_list("kind", "role", "extra", "content", "message__content", "token_count")
+        .values_list("kind", "role", "token_count", marked, raw)
     )
     totals = dict.fromkeys((key for key, _ in KINDS), 0)
     count = 0
-    for kind, role, extra, content, original, tokens in rows:
+    for kind, role, tokens, is_marked, text in rows:
         count += 1
-        for key, value in _split(
-            kind, role, extra, content if content is not None else original, tokens
-        ).items():
-            totals[key] += value
+        if role == "system":
+            totals["system"] += tokens
+        elif kind == ContextEntry.Kind.SUMMARY or is_marked:
+            totals["summaries"] += tokens
+        elif text and ('"tool_use"' in text or '"tool_result"' in text):
+            tool = _tool_share(json.loads(text), tokens)
+            totals["tools"] += tool
+            totals["messages"] += tokens - tool
+        else:
+            totals["messages"] += tokens
     return totals, count
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "CompactForm",
     "compact",
     "compact_preview",
+    "job_phases",
     "job_progress",
     "offload",
     "revert",
@@ -152,12 +153,12 @@ def compact(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
 
 def _job_response(request: HttpRequest, session: Session, job: CompactionJob) -> HttpResponse:
     done = job.status in {CompactionJob.Status.SUCCEEDED, CompactionJob.Status.FAILED}
-    context = {"session": session, "job": job, "done": done, "phases": _phases(job)}
+    context = {"session": session, "job": job, "done": done, "phases": job_phases(job)}
     response = render(request, f"{ACTIONS}#job", context)
     return session_changed(response) if done else response
 
 
-def _phases(job: CompactionJob) -> list[tuple[str, str, str]]:
+def job_phases(job: CompactionJob) -> list[tuple[str, str, str]]:
     """(key, label, state) of each phase: done, skipped, current, failed or todo."""
     seen = {str(e.get("phase", "")).split("_")[0] for e in job.events if isinstance(e, dict)}
     seen.add("queued")

@@ -10,11 +10,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
-from sessions_app.models import CompactionJob, CompactionProfile, Session
+from sessions_app.models import CompactionProfile, Session
+from sessions_app.services import jobs
 from sessions_app.viewmodels.gauge import context_gauge
 from sessions_app.viewmodels.limits import limits_for
 from sessions_app.viewmodels.timeline import token_timeline
 
+from .actions import job_phases
 from .common import is_htmx, owned_session
 from .tabs import tab_context
 
@@ -41,17 +43,6 @@ def overview_context(session: Session) -> dict[str, Any]:
     }
 
 
-def _active_job(session: Session) -> CompactionJob | None:
-    return (
-        CompactionJob.objects.filter(
-            session=session,
-            status__in=[CompactionJob.Status.QUEUED, CompactionJob.Status.RUNNING],
-        )
-        .order_by("-created_at")
-        .first()
-    )
-
-
 @login_required
 @require_GET
 def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
@@ -61,11 +52,14 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     if tab not in dict(TABS):
         tab = "history"
     context = overview_context(session)
+    job = jobs.active_job(session)
     context.update(
         tabs=TABS,
         tab=tab,
         profiles=CompactionProfile.objects.order_by("name"),
-        job=_active_job(session),
+        job=job,
+        done=False,
+        phases=job_phases(job) if job else [],
     )
     context.update(tab_context(request, session, tab))
     return render(request, DETAIL_TEMPLATE, context)

@@ -6,6 +6,7 @@ request to a tab URL redirects to the page with that tab open.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from typing import Any, Final
@@ -18,12 +19,14 @@ from django.views.decorators.http import require_GET
 
 from sessions_app.models import Compaction, Session
 from sessions_app.services import context as context_service
+from sessions_app.services.context import Format
 from sessions_app.viewmodels.compare import compare_view
 from sessions_app.viewmodels.history import CompactionTree, history_window
+from sessions_app.viewmodels.limits import limits_for
 
 from .common import is_htmx, owned_session
 
-__all__ = ["TAB_TEMPLATES", "tab_context", "tab_view"]
+__all__ = ["TAB_TEMPLATES", "context_download", "tab_context", "tab_view"]
 
 TAB_TEMPLATES: Final = {
     "history": "sessions/_history.html#tab",
@@ -32,6 +35,10 @@ TAB_TEMPLATES: Final = {
     "log": "sessions/_log.html#tab",
 }
 CONTEXT_FORMATS: Final = ("anthropic", "openai")
+#: Contexts up to this size are shown indented; larger ones as the API sends them.
+PRETTY_MAX_CHARS: Final = 1_000_000
+#: At most this much of a context is put in the page (the download has it all).
+SHOWN_MAX_CHARS: Final = 2_000_000
 
 
 def _history(request: HttpRequest, session: Session) -> dict[str, Any]:
@@ -43,11 +50,41 @@ def _compare(request: HttpRequest, session: Session) -> dict[str, Any]:
     return {"compare": compare_view(session)}
 
 
+def _format(request: HttpRequest) -> Format:
+    return "openai" if request.GET.get("format") == "openai" else "anthropic"
+
+
 def _context(request: HttpRequest, session: Session) -> dict[str, Any]:
-    fmt = request.GET.get("format", "anthropic")
-    fmt = fmt if fmt in CONTEXT_FORMATS else "anthropic"
-    payload = context_service.context_payload(session, "openai" if fmt == "openai" else "anthropic")
-    return {"payload": payload, "format": fmt, "formats": CONTEXT_FORMATS}
+    fmt = _format(request)
+    text = context_service.context_json(session, fmt)
+    shown, cut = text, False
+    if len(text) <= PRETTY_MAX_CHARS:
+        shown = json.dumps(json.loads(text), ensure_ascii=False, indent=2)
+    elif len(text) > SHOWN_MAX_CHARS:
+        shown, cut = text[:SHOWN_MAX_CHARS], True
+    return {
+        "context_text": shown,
+        "context_cut": cut,
+        "context_chars": len(text),
+        "format": fmt,
+        "formats": CONTEXT_FORMATS,
+        "limits": limits_for(session),
+    }
+
+
+@login_required
+@require_GET
+def context_download(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """The runtime context as a JSON file: the same body as GET /api/sessions/{id}/context."""
+    session = owned_session(request, session_id)
+    fmt = _format(request)
+    response = HttpResponse(
+        context_service.context_json(session, fmt), content_type="application/json"
+    )
+    response.headers["Content-Disposition"] = (
+        f'attachment; filename="context-{session.pk}-{fmt}.json"'
+    )
+    return response
 
 
 def _log(request: HttpRequest, session: Session) -> dict[str, Any]:

@@ -386,3 +386,22 @@ def test_a_crashing_fallback_keeps_the_previous_state(monkeypatch):
     assert result.compacted  # hard truncation still ran
     assert result.reason == "smart_truncate_error"
     assert [s.step for s in result.steps if s.changed] == ["hard_truncate"]
+
+
+def test_a_failed_summary_keeps_the_offload_it_followed(tmp_path):
+    messages = tool_history(result_words=300)
+
+    result = compact_messages(
+        messages,
+        chain_policy(steps=("offload", "selective", "summary"), context_limit=400, max_retries=0),
+        summarizer=ScriptedSummarizer(SummaryError("timeout")),
+        offload_dir=tmp_path,
+    )
+
+    assert result.compacted  # the offload stays committed
+    assert result.reason == "timeout"
+    reports = {s.step: s for s in result.steps}
+    assert reports["offload"].changed
+    assert not reports["selective"].changed
+    assert reports["selective"].detail["rolled_back"] is True
+    assert count_tokens(result.messages) < count_tokens(messages)

@@ -54,6 +54,7 @@ def production_env(data_dir: Path, **extra: str) -> dict[str, str]:
         DJANGO_DEBUG="0",
         DJANGO_SECRET_KEY=secrets.token_urlsafe(64),
         DJANGO_ALLOWED_HOSTS="ctxweb.example.com,127.0.0.1",
+        CTXWEB_STATIC_FINDERS="0",
         **extra,
     )
 
@@ -234,7 +235,7 @@ def query(database_url: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
     import psycopg
 
     with psycopg.connect(database_url, connect_timeout=3) as connection:
-        return list(connection.execute(sql, params).fetchall())  # type: ignore[arg-type]
+        return list(connection.execute(sql, params).fetchall())
 
 
 def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:

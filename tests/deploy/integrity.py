@@ -39,7 +39,9 @@ def context_fingerprint(session: Session) -> list[tuple[Any, ...]]:
 
 def _history_problems(session: Session, expected: int | None) -> list[str]:
     problems = []
-    seqs = list(Message.objects.filter(session=session).order_by("seq").values_list("seq", flat=True))
+    seqs = list(
+        Message.objects.filter(session=session).order_by("seq").values_list("seq", flat=True)
+    )
     if seqs != list(range(len(seqs))):
         problems.append(f"history seqs are not 0..{len(seqs) - 1}")
     if expected is not None and len(seqs) != expected:
@@ -57,12 +59,18 @@ def _history_problems(session: Session, expected: int | None) -> list[str]:
 
 def _context_problems(session: Session) -> list[str]:
     problems = []
-    entries = list(ContextEntry.objects.filter(session=session).order_by("position"))
+    entries = list(
+        ContextEntry.objects.filter(session=session)
+        .select_related("compaction")
+        .order_by("position")
+    )
     positions = [e.position for e in entries]
     if len(set(positions)) != len(positions):
         problems.append("duplicate context positions")
     if session.context_entry_count != len(entries):
-        problems.append(f"cached context_entry_count {session.context_entry_count} != {len(entries)}")
+        problems.append(
+            f"cached context_entry_count {session.context_entry_count} != {len(entries)}"
+        )
     tokens = sum(e.token_count for e in entries)
     if session.context_tokens != tokens:
         problems.append(f"cached context_tokens {session.context_tokens} != {tokens}")
@@ -71,7 +79,7 @@ def _context_problems(session: Session) -> list[str]:
         problems.append(f"runtime context invalid: {problem}")
     for entry in entries:
         if entry.kind == ContextEntry.Kind.SUMMARY:
-            compaction = Compaction.objects.filter(pk=entry.compaction_id).first()
+            compaction = entry.compaction
             if compaction is None or compaction.status != Compaction.Status.SUCCEEDED:
                 problems.append(f"summary entry {entry.pk} without a succeeded compaction")
         elif entry.message_id is None:
@@ -104,6 +112,7 @@ def _compaction_problems(session: Session) -> list[str]:
     if session.compaction_count != len(succeeded):
         problems.append(f"cached compaction_count {session.compaction_count} != {len(succeeded)}")
     for compaction in succeeded:
-        if compaction.archive and not default_storage.exists(compaction.archive.name):
-            problems.append(f"compaction #{compaction.number}: archive {compaction.archive.name} missing")
+        name = compaction.archive.name
+        if name and not default_storage.exists(name):
+            problems.append(f"compaction #{compaction.number}: archive {name} missing")
     return problems

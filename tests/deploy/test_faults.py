@@ -145,7 +145,9 @@ def test_a_summarizer_fault_fails_the_job_with_its_reason_and_changes_nothing(
     _assert_sound(session)
 
 
-@pytest.mark.parametrize("transient", [Reply.rate_limited(), Reply.overloaded()], ids=["429", "529"])
+@pytest.mark.parametrize(
+    "transient", [Reply.rate_limited(), Reply.overloaded()], ids=["429", "529"]
+)
 def test_a_transient_fault_is_retried_and_the_job_succeeds(
     session: Session, summary_only: CompactionProfile, fake: FakeAnthropic, transient: Reply
 ) -> None:
@@ -183,7 +185,10 @@ def test_with_a_fallback_a_summarizer_fault_truncates_validly(
 
 @pytest.mark.parametrize(
     "backend",
-    ["tests.deploy.faulty_storage.PermissionDeniedStorage", "tests.deploy.faulty_storage.DiskFullStorage"],
+    [
+        "tests.deploy.faulty_storage.PermissionDeniedStorage",
+        "tests.deploy.faulty_storage.DiskFullStorage",
+    ],
     ids=["permission-denied", "disk-full"],
 )
 def test_an_archive_storage_failure_fails_the_job_and_changes_nothing(
@@ -267,4 +272,25 @@ def test_a_failure_at_commit_on_postgresql_changes_nothing(
     assert "database_error" in job.error
     assert context_fingerprint(session) == before
     assert not any(blob_dir.rglob("*.json"))
+    _assert_sound(session)
+
+
+def test_an_offload_storage_failure_is_503_and_changes_nothing(
+    settings: Any, session: Session, blob_dir: Path
+) -> None:
+    from django.test import Client
+
+    from sessions_app.models import ApiKey
+
+    settings.STORAGES = _storages(settings, "tests.deploy.faulty_storage.DiskFullStorage", blob_dir)
+    _, key = ApiKey.issue(session.owner)
+    before = context_fingerprint(session)
+
+    response = Client(HTTP_AUTHORIZATION=f"Bearer {key}").post(
+        f"/api/sessions/{session.pk}/offload", {"min_chars": 10}, content_type="application/json"
+    )
+
+    assert response.status_code == 503
+    assert "storage unavailable" in response.json()["detail"]
+    assert context_fingerprint(session) == before
     _assert_sound(session)

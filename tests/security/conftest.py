@@ -111,7 +111,8 @@ def world(db: Any, data_dir: Path, settings: Any) -> World:
     offloaded = offload_session(session, min_chars=len(BIG_RESULT) - 1)
     assert offloaded["offloaded_count"] == 1
     outcome = compact_session(session, trigger="manual")
-    assert outcome.compaction is not None and outcome.compacted
+    assert outcome.compaction is not None
+    assert outcome.compacted
     job = enqueue_compaction(session, params={"trigger": "manual"})
     return World(
         alice=alice,

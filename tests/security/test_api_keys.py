@@ -110,3 +110,29 @@ def test_successful_requests_are_never_throttled(world: World, settings: Any) ->
     statuses = {world.as_alice.get("/api/sessions").status_code for _ in range(10)}
 
     assert statuses == {200}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="sessions_app.auth.client_id ignores CTXWEB_TRUSTED_PROXIES (fix in the report)",
+)
+def test_behind_a_proxy_failures_are_charged_to_the_real_client(
+    world: World, settings: Any
+) -> None:
+    # nginx (CTXWEB_TRUSTED_PROXIES=1) appends the client's address to X-Forwarded-For;
+    # every request reaches Django from the proxy's own address.
+    settings.CTXWEB_AUTH_FAILURE_LIMIT = 3
+    settings.CTXWEB_TRUSTED_PROXIES = 1
+    proxy = {"REMOTE_ADDR": "127.0.0.1"}
+    attacker = ApiClient("ctx_000000000000_guess", HTTP_X_FORWARDED_FOR="203.0.113.7", **proxy)
+    honest = ApiClient(world.alice_key, HTTP_X_FORWARDED_FOR="198.51.100.9", **proxy)
+    spoofer = ApiClient(
+        "ctx_000000000000_guess", HTTP_X_FORWARDED_FOR="198.51.100.9, 203.0.113.7", **proxy
+    )
+
+    statuses = [attacker.get("/api/sessions").status_code for _ in range(4)]
+    spoofed = spoofer.get("/api/sessions").status_code
+
+    assert statuses == [401, 401, 401, 429]
+    assert spoofed == 429, "a forged left part of X-Forwarded-For does not escape the limit"
+    assert honest.get("/api/sessions").status_code == 200, "other clients are not locked out"

@@ -10,10 +10,13 @@ All of schemathesis's checks run: no 5xx, status codes and bodies as documented,
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.config._checks import (
     POSITIVE_DATA_ACCEPTANCE_EXPECTED_STATUSES,
@@ -51,11 +54,39 @@ def _load_schema() -> Any:
 
 schema = _load_schema()
 
+_LAX_BODY = (
+    "a JSON array or null body is taken as an empty object (django-ninja), and numbers pass "
+    "for booleans (pydantic's lax mode): see the report for issue 7"
+)
+#: Operations that fail a check today, with why. Strict: a fix makes the test fail until
+#: its entry is removed here.
+KNOWN_DEFECTS: dict[str, str] = {
+    "POST /api/compact": _LAX_BODY,
+    "POST /api/sessions": _LAX_BODY,
+    "POST /api/sessions/{session_id}/check": _LAX_BODY,
+    "POST /api/sessions/{session_id}/compactions": _LAX_BODY,
+    "POST /api/sessions/{session_id}/offload": _LAX_BODY,
+}
+
 
 @pytest.fixture(autouse=True)
 def _no_throttling(settings: Any) -> None:
     """The fuzzing sends many wrong keys on purpose (ignored_auth): no throttling here."""
     settings.CTXWEB_AUTH_FAILURE_LIMIT = 10**9
+
+
+@pytest.fixture(autouse=True)
+def _keep_the_test_connection() -> Iterator[None]:
+    """Requests go through the real WSGI handler, whose request signals close the database
+    connection (and with it the test's transaction on PostgreSQL); Django's test Client
+    disconnects the same handler."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
 
 
 def _live_session(world: World) -> Session:
@@ -82,12 +113,15 @@ def _use_real_ids(case: Any, world: World) -> None:
         parameters["job_id"] = str(world.job.pk)
 
 
-@schema.parametrize()
+@schema.parametrize()  # type: ignore[untyped-decorator]
 @settings(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     deadline=None,
 )
-def test_api_conforms_to_its_schema(case: Any, world: World) -> None:
+def test_api_conforms_to_its_schema(case: Any, world: World, request: Any) -> None:
+    reason = KNOWN_DEFECTS.get(case.operation.label)
+    if reason:
+        request.node.add_marker(pytest.mark.xfail(strict=True, reason=reason))
     _use_real_ids(case, world)
 
     case.call_and_validate(headers={"Authorization": f"Bearer {world.alice_key}"})

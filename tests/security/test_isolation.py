@@ -21,7 +21,11 @@ from .conftest import ApiClient, World
 API_MATRIX: list[tuple[str, str, Any]] = [
     ("GET", "/api/sessions/{session_id}", None),
     ("DELETE", "/api/sessions/{session_id}", None),
-    ("POST", "/api/sessions/{session_id}/messages", {"messages": [{"role": "user", "content": "hi"}]}),
+    (
+        "POST",
+        "/api/sessions/{session_id}/messages",
+        {"messages": [{"role": "user", "content": "hi"}]},
+    ),
     ("GET", "/api/sessions/{session_id}/history", None),
     ("GET", "/api/sessions/{session_id}/context", None),
     ("POST", "/api/sessions/{session_id}/context/prepare", {}),
@@ -41,6 +45,7 @@ API_MATRIX: list[tuple[str, str, Any]] = [
 PAGE_MATRIX: list[tuple[str, str]] = [
     ("GET", "/sessions/{session_id}/"),
     ("GET", "/sessions/{session_id}/overview/"),
+    ("GET", "/sessions/{session_id}/context.json"),
     ("GET", "/sessions/{session_id}/tabs/context/"),
     ("GET", "/sessions/{session_id}/tabs/history/"),
     ("GET", "/sessions/{session_id}/tabs/log/"),
@@ -145,7 +150,11 @@ def test_the_owner_reaches_every_page_of_the_matrix(
     headers = {"HX-Request": "true"}
 
     url = _fill(template, world)
-    response = browser.post(url, {}, headers=headers) if method == "POST" else browser.get(url, headers=headers)
+    response = (
+        browser.post(url, {}, headers=headers)
+        if method == "POST"
+        else browser.get(url, headers=headers)
+    )
 
     assert response.status_code != 404, response.content[:300]
     assert response.status_code < 500
@@ -164,7 +173,15 @@ def test_the_session_list_shows_only_the_caller_s_sessions(world: World) -> None
     assert world.session.title not in page
 
 
-@pytest.mark.parametrize(("method", "template", "body"), [*API_MATRIX, ("GET", "/api/sessions", None), ("POST", "/api/sessions", {}), ("POST", "/api/compact", {"messages": []})])
+@pytest.mark.parametrize(
+    ("method", "template", "body"),
+    [
+        *API_MATRIX,
+        ("GET", "/api/sessions", None),
+        ("POST", "/api/sessions", {}),
+        ("POST", "/api/compact", {"messages": []}),
+    ],
+)
 def test_every_api_operation_needs_authentication(
     world: World, method: str, template: str, body: Any
 ) -> None:
@@ -199,9 +216,7 @@ def test_no_api_path_answers_outside_the_matrix_for_an_intruder(world: World) ->
             if "<" in route and not route.startswith(("/admin", "/accounts")):
                 routes.append(re.sub(r"<[^>]+>", "X", route))
 
-    missing = [
-        route for route in routes if not any(_same_shape(route, t) for t in templates)
-    ]
+    missing = [route for route in routes if not any(_same_shape(route, t) for t in templates)]
 
     assert missing == [], "id-taking routes missing from the isolation matrices"
 

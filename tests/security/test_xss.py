@@ -18,13 +18,12 @@ from django.test import Client
 from .conftest import World
 
 SCRIPT = "<script>alert('xss-script')</script>"
-IMG = '<img src=x onerror="alert(\'xss-img\')">'
+IMG = "<img src=x onerror=\"alert('xss-img')\">"
 SVG = "<svg/onload=alert('xss-svg')>"
 QUOTE_BREAK = "\"><iframe srcdoc='xss-iframe'></iframe>"
 JS_URL = "javascript:alert('xss-url')"
 PAYLOADS = [SCRIPT, IMG, SVG, QUOTE_BREAK, JS_URL]
 ALL = " ".join(PAYLOADS)
-
 
 
 class MarkupFromContent(HTMLParser):

@@ -179,7 +179,7 @@ def test_corrupt_input_reports_lines_and_stores_the_rest(user: Any) -> None:
 def test_unreadable_input_stores_nothing(user: Any) -> None:
     with pytest.raises(TranscriptError):
         import_file(user, b'{"not": "a transcript"}', name="x.json")
-    with pytest.raises(TranscriptError, match="no messages found in empty.jsonl"):
+    with pytest.raises(TranscriptError, match=r"no messages found in empty\.jsonl"):
         import_file(user, jsonl({"type": "summary", "summary": "t"}).encode(), name="empty.jsonl")
     assert Session.objects.count() == 0
 

@@ -73,6 +73,16 @@ def test_append_accepts_the_answer_to_a_pending_tool_call(user: Any) -> None:
     assert session.message_count == 4
 
 
+def test_append_after_a_stored_tool_result_accepts_the_next_turn(user: Any) -> None:
+    session = create_session(
+        user, messages=[user_msg("read it"), tool_call("t1"), tool_results(("t1", "content"))]
+    )
+    rows = append_messages(session, [assistant("done")])
+    assert [r.seq for r in rows] == [3]
+    session.refresh_from_db()
+    assert session.message_count == 4
+
+
 def test_append_refuses_a_message_that_ignores_the_pending_tool_call(user: Any) -> None:
     session = create_session(user, messages=[user_msg("read it"), tool_call("t1")])
     with pytest.raises(InvalidMessagesError) as info:

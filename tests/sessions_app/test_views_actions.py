@@ -120,6 +120,7 @@ def test_running_job_polls_every_second_until_done(
     # The session page shows the running job without anyone asking.
     page = logged_in.get(reverse("ui:session", args=[session.pk])).content.decode()
     assert f'id="job-{job.pk}"' in page
+    assert 'class="phase phase-current" data-phase="commit"' in page
     CompactionJob.objects.filter(pk=job.pk).update(
         status=CompactionJob.Status.FAILED, error="compaction failed: timeout", phase="failed"
     )

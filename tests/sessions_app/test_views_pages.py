@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from html import unescape
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -290,3 +292,21 @@ def test_an_empty_session_renders_every_tab(logged_in: Client, make_session: Any
     for tab in ("history", "compare", "context", "log"):
         response = logged_in.get(reverse("ui:tab", args=[session.pk, tab]), HTTP_HX_REQUEST="true")
         assert response.status_code == 200, tab
+
+
+def test_context_tab_is_exactly_the_api_body(
+    ui_session: UiSession, logged_in: Client, api_client: Any
+) -> None:
+    pk = ui_session.session.pk
+    for fmt in ("anthropic", "openai"):
+        api = api_client.get(f"/api/sessions/{pk}/context?format={fmt}")
+        assert api.status_code == 200
+        download = logged_in.get(reverse("ui:context_download", args=[pk]) + f"?format={fmt}")
+        assert download["Content-Type"] == "application/json"
+        assert json.loads(download.content) == json.loads(api.content)
+        tab = logged_in.get(
+            reverse("ui:tab", args=[pk, "context"]) + f"?format={fmt}", HTTP_HX_REQUEST="true"
+        ).content.decode()
+        shown = tab[tab.index('id="context-json" hx-disable>') :].split(">", 1)[1]
+        shown = shown[: shown.index("</pre>")]
+        assert json.loads(unescape(shown)) == json.loads(api.content)

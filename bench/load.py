@@ -1,0 +1,455 @@
+"""Load test: mixed REST traffic against gunicorn while background compactions run.
+
+    python bench/load.py                       # 60 s on SQLite, then 60 s on PostgreSQL
+    python bench/load.py --seconds 15 --databases sqlite
+
+For each database: a throwaway data dir (and, for PostgreSQL, a throwaway database on the
+local server, dropped afterwards), `migrate`, gunicorn with ctxweb/gunicorn.conf.py and 2
+worker processes on 127.0.0.1 (a free port), one `manage.py db_worker`. Then CLIENTS
+threads, each with its own keep-alive connection and its own session, send for SECONDS:
+60% appends (a user message and an assistant reply carrying `usage`, which queues automatic
+compactions), 30% context reads, 10% checks; a side thread asks for a background compaction
+every 2 s. Printed: throughput, p50/p99 latency per kind, errors, compactions done, and
+whether every appended message is in the stored history. Loopback only; stops by itself;
+every process it started is stopped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+PG_SERVER = os.environ.get("CTXWEB_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432")
+MIX = (("append", 0.6), ("context", 0.3), ("check", 0.1))
+GOAL_P99_MS = 250.0
+WORDS = [
+    "the",
+    "parser",
+    "fails",
+    "on",
+    "empty",
+    "input",
+    "so",
+    "we",
+    "add",
+    "a",
+    "guard",
+    "and",
+    "rerun",
+    "the",
+    "tests",
+    "in",
+    "src/app/models.py",
+    "then",
+    "fix",
+    "the",
+    "migration",
+    "and",
+    "update",
+    "the",
+    "README",
+    "before",
+    "deploy",
+]
+
+
+@dataclass
+class Stats:
+    """Latencies (ms) per request kind, and errors."""
+
+    latencies: dict[str, list[float]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, kind: str, millis: float, error: str | None) -> None:
+        with self.lock:
+            self.latencies.setdefault(kind, []).append(millis)
+            if error:
+                self.errors.append(f"{kind}: {error}")
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0-100) by nearest rank."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class Api:
+    """One keep-alive connection to the server, authenticated with an API key."""
+
+    def __init__(self, port: int, key: str) -> None:
+        self.port = port
+        self.headers = {
+            "Authorization": f"Bearer {key}",
+            "Content-Type": "application/json",
+            "Host": "127.0.0.1",
+        }
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+
+    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        data = json.dumps(body).encode() if body is not None else None
+        for attempt in (1, 2):
+            try:
+                self.connection.request(method, path, body=data, headers=self.headers)
+                response = self.connection.getresponse()
+                raw = response.read()
+                return response.status, json.loads(raw) if raw else None
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                # gunicorn closed an idle keep-alive connection (or recycled a worker).
+                self.connection.close()
+                self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+
+def _text(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+class Client(threading.Thread):
+    """One simulated agent: appends turns to its session, reads the context, checks."""
+
+    def __init__(
+        self, port: int, key: str, session_id: str, stats: Stats, until: float, seed: int
+    ) -> None:
+        super().__init__(daemon=True)
+        self.api = Api(port, key)
+        self.session_id = session_id
+        self.stats = stats
+        self.until = until
+        self.rng = random.Random(seed)
+        self.appended = 0
+        self.context_tokens = 0
+
+    def run(self) -> None:
+        kinds = [kind for kind, _ in MIX]
+        weights = [weight for _, weight in MIX]
+        while time.monotonic() < self.until:
+            kind = self.rng.choices(kinds, weights)[0]
+            started = time.perf_counter()
+            error = None
+            try:
+                status, body = getattr(self, kind)()
+                if status >= 400:
+                    error = f"HTTP {status}: {str(body)[:200]}"
+            except Exception as exc:  # a failed request is an error to count, not a crash
+                error = f"{type(exc).__name__}: {exc}"
+            self.stats.record(kind, (time.perf_counter() - started) * 1000, error)
+
+    def append(self) -> tuple[int, Any]:
+        usage = {"input_tokens": self.context_tokens, "output_tokens": 60}
+        turn = [
+            {"role": "user", "content": _text(self.rng, 40)},
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": _text(self.rng, 60)}],
+                "usage": usage,
+            },
+        ]
+        status, body = self.api.call(
+            "POST", f"/api/sessions/{self.session_id}/messages", {"messages": turn}
+        )
+        if status == 201:
+            self.appended += len(turn)
+            self.context_tokens = int(body["context_tokens"])
+        return status, body
+
+    def context(self) -> tuple[int, Any]:
+        return self.api.call("GET", f"/api/sessions/{self.session_id}/context")
+
+    def check(self) -> tuple[int, Any]:
+        return self.api.call("POST", f"/api/sessions/{self.session_id}/check", {})
+
+
+class Compactor(threading.Thread):
+    """Asks for a background compaction of a random session every `interval` seconds."""
+
+    def __init__(
+        self, port: int, key: str, sessions: list[str], until: float, interval: float = 2.0
+    ) -> None:
+        super().__init__(daemon=True)
+        self.api = Api(port, key)
+        self.sessions = sessions
+        self.until = until
+        self.interval = interval
+        self.jobs: list[str] = []
+        self.refused: list[int] = []
+
+    def run(self) -> None:
+        rng = random.Random(7)
+        while time.monotonic() + self.interval < self.until:
+            time.sleep(self.interval)
+            session_id = rng.choice(self.sessions)
+            status, body = self.api.call(
+                "POST", f"/api/sessions/{session_id}/compactions", {"background": True}
+            )
+            if status == 202:
+                self.jobs.append(str(body["job_id"]))
+            else:
+                self.refused.append(status)
+
+
+# --- environment ------------------------------------------------------------------------
+
+
+def _env(data_dir: Path, database_url: str, port: int, web_workers: int) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CTXWEB_", "DJANGO_", "ANTHROPIC_"))
+    }
+    env.pop("DATABASE_URL", None)
+    env.update(
+        CTXWEB_DATA_DIR=str(data_dir),
+        DATABASE_URL=database_url,
+        DJANGO_DEBUG="0",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(64),
+        DJANGO_ALLOWED_HOSTS="127.0.0.1",
+        DJANGO_SECURE_SSL_REDIRECT="0",
+        CTXWEB_STATIC_FINDERS="0",
+        CTXWEB_BIND=f"127.0.0.1:{port}",
+        CTXWEB_WEB_WORKERS=str(web_workers),
+        CTXWEB_ACCESS_LOG="",
+        CTXWEB_LOG_LEVEL="WARNING",
+        CTXWEB_CONN_MAX_AGE="60",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def _manage(env: dict[str, str], *args: str) -> str:
+    completed = subprocess.run(
+        [PYTHON, "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )
+    if completed.returncode:
+        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{completed.stderr[-3000:]}")
+    return completed.stdout
+
+
+@contextmanager
+def _database(kind: str, data_dir: Path) -> Iterator[str]:
+    """A throwaway database URL: a SQLite file, or a PostgreSQL database dropped afterwards."""
+    if kind == "sqlite":
+        yield f"sqlite:///{data_dir / 'load.sqlite3'}"
+        return
+    import psycopg
+
+    name = f"ctxweb_load_{os.getpid()}_{secrets.token_hex(3)}"
+    with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True, connect_timeout=3) as db:
+        db.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"{PG_SERVER}/{name}"
+    finally:
+        with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True, connect_timeout=3) as db:
+            db.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def _processes(env: dict[str, str], log_dir: Path) -> Iterator[None]:
+    """gunicorn and one db_worker, stopped (TERM, then KILL) on the way out."""
+    started: list[subprocess.Popen[bytes]] = []
+    commands = {
+        "gunicorn": [PYTHON, "-m", "gunicorn", "-c", "ctxweb/gunicorn.conf.py"],
+        "worker": [
+            PYTHON,
+            "manage.py",
+            "db_worker",
+            "--no-reload",
+            "--interval",
+            "0.5",
+            "--no-startup-delay",
+        ],
+    }
+    try:
+        for name, command in commands.items():
+            with (log_dir / f"{name}.log").open("wb") as log:
+                started.append(
+                    subprocess.Popen(
+                        command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
+                    )
+                )
+        yield
+    finally:
+        for process in started:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in started:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=5)
+
+
+def _wait_until_up(port: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            connection.request("GET", "/api/health", headers={"Host": "127.0.0.1"})
+            if connection.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise RuntimeError(f"the server did not answer on port {port} within {timeout} s")
+
+
+# --- one run ------------------------------------------------------------------------------
+
+
+def run(kind: str, seconds: float, clients: int, web_workers: int) -> dict[str, Any]:
+    """The whole load test on one database; its figures."""
+    data_dir = Path(tempfile.mkdtemp(prefix=f"ctxweb-load-{kind}-"))
+    try:
+        with _database(kind, data_dir) as database_url:
+            port = free_port()
+            env = _env(data_dir, database_url, port, web_workers)
+            _manage(env, "migrate", "--no-input", "-v", "0")
+            key = _manage(env, "create_api_key", "loadtest").strip().splitlines()[-1]
+            with _processes(env, data_dir):
+                _wait_until_up(port)
+                return _drive(port, key, seconds, clients)
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _drive(port: int, key: str, seconds: float, clients: int) -> dict[str, Any]:
+    seeder = Api(port, key)
+    sessions = []
+    rng = random.Random(1)
+    for index in range(clients):
+        history = [
+            {"role": "user" if n % 2 == 0 else "assistant", "content": _text(rng, 50)}
+            for n in range(20)
+        ]
+        status, body = seeder.call(
+            "POST",
+            "/api/sessions",
+            {"title": f"load {index}", "messages": history, "context_limit": 8000},
+        )
+        if status != 201:
+            raise RuntimeError(f"could not create a session: {status} {body}")
+        sessions.append(str(body["id"]))
+    stats = Stats()
+    until = time.monotonic() + seconds
+    workers = [Client(port, key, sid, stats, until, seed) for seed, sid in enumerate(sessions)]
+    compactor = Compactor(port, key, sessions, until)
+    started = time.monotonic()
+    for thread in [*workers, compactor]:
+        thread.start()
+    for thread in [*workers, compactor]:
+        thread.join(timeout=seconds + 60)
+    elapsed = time.monotonic() - started
+    time.sleep(3)  # let the worker finish the last queued jobs
+    return _figures(seeder, stats, elapsed, workers, compactor, sessions)
+
+
+def _figures(
+    api: Api,
+    stats: Stats,
+    elapsed: float,
+    clients: list[Client],
+    compactor: Compactor,
+    sessions: list[str],
+) -> dict[str, Any]:
+    every = [ms for values in stats.latencies.values() for ms in values]
+    lost = 0
+    compactions = 0
+    for client in clients:
+        _, body = api.call("GET", f"/api/sessions/{client.session_id}")
+        lost += 20 + client.appended - int(body["message_count"])
+        compactions += int(body["compaction_count"])
+    jobs = [api.call("GET", f"/api/jobs/{job}")[1]["status"] for job in compactor.jobs]
+    return {
+        "requests": len(every),
+        "seconds": round(elapsed, 1),
+        "throughput_rps": round(len(every) / elapsed, 1),
+        "p50_ms": round(percentile(every, 50), 1),
+        "p99_ms": round(percentile(every, 99), 1),
+        "mean_ms": round(statistics.fmean(every), 1) if every else 0.0,
+        "by_kind": {
+            kind: {
+                "count": len(values),
+                "p50_ms": round(percentile(values, 50), 1),
+                "p99_ms": round(percentile(values, 99), 1),
+            }
+            for kind, values in sorted(stats.latencies.items())
+        },
+        "errors": len(stats.errors),
+        "first_errors": stats.errors[:5],
+        "compactions_stored": compactions,
+        "background_jobs": {status: jobs.count(status) for status in sorted(set(jobs))},
+        "compaction_requests_refused": compactor.refused,
+        "messages_lost": lost,
+    }
+
+
+def _pg_available() -> bool:
+    try:
+        import psycopg
+
+        with psycopg.connect(f"{PG_SERVER}/postgres", connect_timeout=3):
+            return True
+    except Exception:
+        return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=60.0, help="traffic per database (60)")
+    parser.add_argument("--clients", type=int, default=20, help="concurrent clients (20)")
+    parser.add_argument("--web-workers", type=int, default=2, help="gunicorn processes (2)")
+    parser.add_argument("--databases", default="sqlite,postgres", help="sqlite,postgres")
+    args = parser.parse_args(argv)
+    failed = False
+    for kind in [k.strip() for k in args.databases.split(",") if k.strip()]:
+        if kind == "postgres" and not _pg_available():
+            print(f"== postgres: skipped, no server at {PG_SERVER}")
+            continue
+        print(f"== {kind}: {args.clients} clients, {args.seconds:.0f} s, {args.web_workers} web")
+        figures = run(kind, args.seconds, args.clients, args.web_workers)
+        print(json.dumps(figures, indent=2))
+        goal = (
+            figures["errors"] == 0
+            and figures["p99_ms"] < GOAL_P99_MS
+            and not figures["messages_lost"]
+        )
+        verdict = "met" if goal else "NOT met"
+        print(f"goal (0 errors, p99 < {GOAL_P99_MS:.0f} ms, nothing lost): {verdict}")
+        failed = failed or figures["errors"] > 0 or figures["messages_lost"] != 0
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
