@@ -15,7 +15,8 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	set -o pipefail; $(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]' 2>&1 \
+		| { grep -v "^WARNING: Location 'file:" || true; }
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 

@@ -20,9 +20,12 @@ from .archive import archive_messages
 from .blobstore import BlobStore, LocalBlobStore
 from .clock import Clock, SystemClock
 from .errors import CompactionError, SummaryError
+from .hard_truncate import hard_truncate
 from .messages import SUMMARY_KEY, Message, is_summary_message, make_summary_message
+from .offload import offload_tool_results
 from .partition import split_points
 from .policy import Policy
+from .prune import prune_tool_blocks
 from .results import (
     CompactionEvent,
     CompactResult,
@@ -31,6 +34,8 @@ from .results import (
     Partition,
     StepReport,
 )
+from .retention import extract_identifiers, measure_recall
+from .smart_truncate import smart_truncate
 from .summarizers.base import Summarizer, SummaryRequest
 from .summarizers.extractive import ExtractiveSummarizer
 from .tokens import message_token_counts
@@ -283,7 +288,6 @@ class _Run:
         )
 
     def _selective(self, state: _State) -> _State:
-        from .prune import prune_tool_blocks  # engineer B's module
 
         self.emit("selective_start", tokens_before=state.tokens)
         try:
@@ -429,10 +433,6 @@ class _Run:
         text: str,
     ) -> tuple[_State, str]:
         """Measure recall of the middle's identifiers; ask once more when it is too low."""
-        try:
-            from .retention import extract_identifiers, measure_recall
-        except ImportError:  # the retention module is optional here
-            return new, text
         identifiers = extract_identifiers(middle)
         recall, missing = measure_recall(identifiers, new.messages)
         self.recall = recall
@@ -464,7 +464,6 @@ class _Run:
         if not target.given:
             self._report("offload", ran=False, why="no offload directory or store given")
             return state
-        from .offload import offload_tool_results  # engineer B's module
 
         try:
             result = offload_tool_results(
@@ -512,12 +511,8 @@ class _Run:
             return state
         try:
             if step == "smart_truncate":
-                from .smart_truncate import smart_truncate  # engineer B's module
-
                 result = smart_truncate(state.messages, self.policy)
             else:
-                from .hard_truncate import hard_truncate
-
                 result = hard_truncate(state.messages, self.policy)
         except Exception as error:
             logger.exception("%s failed", step, extra=self._log_fields())
@@ -688,7 +683,8 @@ class _Run:
         self, outcome: str, before: int, after: int, duration: int, reason: str | None = None
     ) -> None:
         logger.log(
-            logging.INFO if outcome == "compacted" else logging.WARNING,
+            # A skip (below the threshold, nothing to compact, cooldown) is routine.
+            logging.INFO if outcome in {"compacted", "skipped"} else logging.WARNING,
             "compaction %s: %d -> %d tokens in %d ms%s",
             outcome,
             before,

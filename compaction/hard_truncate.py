@@ -3,15 +3,21 @@
 It keeps the leading system prompt(s) and the newest messages (`keep_recent_messages`,
 fewer when they do not fit), never separating a tool_use from its tool_result. When even
 the system prompt and the newest message (with its tool_use partner) are over the limit,
-the largest contents are cut with a visible marker instead of failing. The output is
-always a valid request.
+the largest contents are cut with a visible marker instead of failing. Every cut is
+re-counted (tokens merge differently where text is cut and a marker joined), and when even
+the smallest form of the system prompt plus the newest messages is over, the system prompt
+goes, then the newest messages give way to one marker message. The output is always a valid
+request within the limit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+import tiktoken
+
+from .errors import PolicyError
 from .messages import Block, Message, is_safe_cut
 from .partition import leading_system_count
 from .policy import Policy
@@ -29,7 +35,10 @@ __all__ = ["hard_limit_tokens", "hard_truncate", "truncation_notice"]
 
 #: Blocks the API lets an earlier turn lose; dropped first when a message must shrink.
 _DISPOSABLE: Final = frozenset({"thinking", "redacted_thinking", "image", "document"})
+#: The smallest visible marker, used where the full notice does not fit.
+_SHORT_MARKER: Final = "[...]"
 _MAX_SHRINK_ROUNDS: Final = 8
+_MAX_FIT_ATTEMPTS: Final = 8
 
 
 def truncation_notice(tokens: int) -> str:
@@ -64,11 +73,12 @@ def hard_truncate(messages: Sequence[Message], policy: Policy | None = None) -> 
     head_tokens = sum(counts[:head_end])
     start = _tail_start(messages, counts, head_end, allowed - head_tokens, policy)
     head, tail = list(messages[:head_end]), list(messages[start:])
-    if head_tokens + sum(counts[start:]) > allowed:
-        head, tail = _shrink_to_fit(head, tail, allowed, policy.encoding)
     result = head + tail
+    if head_tokens + sum(counts[start:]) > allowed:
+        result = _shrink_to_fit(head, tail, allowed, policy.encoding)
     originals = {id(message) for message in messages}
     cut = sum(1 for message in result if id(message) not in originals)
+    kept = len(result) - leading_system_count(result)
     after = sum(message_token_counts(result, policy.encoding))
     return TruncateResult(
         messages=result,
@@ -76,7 +86,7 @@ def hard_truncate(messages: Sequence[Message], policy: Policy | None = None) -> 
         tokens_before=before,
         tokens_after=after,
         removed_message_count=len(messages) - len(result),
-        detail={"kept_messages": len(tail), "cut_messages": cut, "limit_tokens": allowed},
+        detail={"kept_messages": kept, "cut_messages": cut, "limit_tokens": allowed},
     )
 
 
@@ -108,21 +118,35 @@ def _tail_start(
 
 def _shrink_to_fit(
     head: list[Message], tail: list[Message], allowed: int, encoding: str
-) -> tuple[list[Message], list[Message]]:
+) -> list[Message]:
     """Cut contents until head + tail fit `allowed`: the tail first, the system prompt only
-    when it alone leaves the tail less than half of the limit."""
-    head_tokens = sum(message_token_counts(head, encoding))
-    tail_tokens = sum(message_token_counts(tail, encoding))
-    tail_budget = max(allowed - head_tokens, min(tail_tokens, allowed // 2))
-    head_budget = allowed - tail_budget
+    when it alone leaves the tail less than half of the limit.
+
+    Each round cuts the original messages again with new budgets, so a marker is never cut
+    again. When even their smallest forms are over, the system prompt is dropped, and then the
+    tail gives way to one marker message; a limit too small for that is a PolicyError.
+    """
+    tail_budget = max(allowed - _tokens(head, encoding), min(_tokens(tail, encoding), allowed // 2))
     for _ in range(_MAX_SHRINK_ROUNDS):
-        tail = _shrink_messages(tail, tail_budget, encoding)
-        head = _shrink_messages(head, head_budget, encoding)
-        over = sum(message_token_counts(head + tail, encoding)) - allowed
-        if over <= 0:
-            break
-        tail_budget, head_budget = max(0, tail_budget - over), max(0, head_budget - over)
-    return head, tail
+        cut_tail = _shrink_messages(tail, tail_budget, encoding)
+        cut_head = _shrink_messages(head, allowed - _tokens(cut_tail, encoding), encoding)
+        head_tokens = _tokens(cut_head, encoding)
+        if head_tokens + _tokens(cut_tail, encoding) <= allowed:
+            return cut_head + cut_tail
+        if allowed - head_tokens >= tail_budget:
+            break  # the tail is as small as it gets
+        tail_budget = allowed - head_tokens  # the head is as small as it gets
+    cut_tail = _shrink_messages(tail, allowed, encoding)
+    if cut_tail and _tokens(cut_tail, encoding) <= allowed:
+        return cut_tail
+    marker: Message = {"role": "user", "content": _SHORT_MARKER}
+    if _tokens([marker], encoding) <= allowed:
+        return [marker]
+    raise PolicyError("hard_limit", f"a limit of {allowed} tokens leaves no room for a message")
+
+
+def _tokens(messages: Sequence[Message], encoding: str) -> int:
+    return sum(message_token_counts(messages, encoding))
 
 
 def _shrink_messages(messages: list[Message], budget: int, encoding: str) -> list[Message]:
@@ -148,7 +172,8 @@ def _shrink_message(message: Message, budget: int, encoding: str) -> Message:
     """A copy of `message` within about `budget` tokens: its contents cut with markers."""
     content = message.get("content")
     if isinstance(content, str):
-        return {**message, "content": _cut_text(content, budget, encoding)}
+        text = _cut_text(content, budget, encoding)
+        return {**message, "content": _SHORT_MARKER if text is None else text}
     blocks: list[Block] = [dict(b) for b in content] if isinstance(content, list) else []
     blocks = _without_disposable(blocks)
     sizes = [message_tokens({"content": [block]}, encoding) for block in blocks]
@@ -180,18 +205,24 @@ def _without_disposable(blocks: list[Block]) -> list[Block]:
 
 
 def _cut_block(block: Block, budget: int, encoding: str) -> Block:
+    """A copy of `block` within `budget` tokens if possible, else at its smallest valid form."""
     kind = block.get("type")
     if kind == "text":
-        return {**block, "text": _cut_text(str(block.get("text", "")), budget, encoding)}
+        text = _cut_text(str(block.get("text", "")), budget, encoding)
+        return {**block, "text": _SHORT_MARKER if text is None else text}
     if kind == "tool_use":
-        name_tokens = count_text_tokens(str(block.get("name", "")), encoding)
-        keep = max(0, budget - name_tokens - 8)  # 8: the `{"_truncated":""}` wrapper
-        text = _cut_text(compact_json(block.get("input", {})), keep, encoding)
-        return {**block, "input": {"_truncated": text}}
+        room = budget - count_text_tokens(str(block.get("name", "")), encoding)
+        text = _marked_cut(compact_json(block.get("input", {})), room, encoding, _truncated_input)
+        return {**block, "input": {} if text is None else {"_truncated": text}}
     if kind == "tool_result":
         text = _cut_text(_result_text(block.get("content", "")), budget, encoding)
-        return {**block, "content": text}
+        return {**block, "content": "" if text is None else text}
     return block
+
+
+def _truncated_input(text: str) -> str:
+    """How a cut tool input is sent (and counted): an object holding the cut JSON text."""
+    return compact_json({"_truncated": text})
 
 
 def _result_text(content: Any) -> str:
@@ -207,13 +238,47 @@ def _result_text(content: Any) -> str:
     return ""
 
 
-def _cut_text(text: str, budget: int, encoding: str) -> str:
-    """The first tokens of `text` that fit `budget` with the marker appended."""
+def _cut_text(text: str, budget: int, encoding: str) -> str | None:
+    """`text` when it fits `budget` tokens, else its start with a marker (see `_marked_cut`)."""
+    if count_text_tokens(text, encoding) <= budget:
+        return text
+    return _marked_cut(text, budget, encoding)
+
+
+def _marked_cut(
+    text: str, budget: int, encoding: str, render: Callable[[str], str] = str
+) -> str | None:
+    """The start of `text` with a truncation marker appended, whose `render` fits `budget`.
+
+    The full notice is used when it fits, else the short marker; None when neither does.
+    Candidates are re-counted, because tokens merge differently around the cut and the
+    marker (and JSON escaping changes counts), and the kept start shrinks by the excess.
+    """
     encoder = get_encoding(encoding)
     tokens = encoder.encode_ordinary(text)
-    if len(tokens) <= budget:
-        return text
-    notice = truncation_notice(len(tokens))
-    keep = max(0, budget - len(encoder.encode_ordinary(notice)) - 1)
-    kept = encoder.decode(tokens[:keep]).rstrip()
-    return f"{kept}\n{notice}" if kept else notice
+
+    def size(candidate: str) -> int:
+        return len(encoder.encode_ordinary(render(candidate)))
+
+    for marker in (truncation_notice(len(tokens)), _SHORT_MARKER):
+        room = budget - size(marker)
+        if room < 0:
+            continue
+        keep = min(room - 1, len(tokens) - 1)  # 1: the newline before the marker
+        for _ in range(_MAX_FIT_ATTEMPTS):
+            kept = _decoded_start(encoder, tokens, keep)
+            if not kept:
+                break
+            excess = size(f"{kept}\n{marker}") - budget
+            if excess <= 0:
+                return f"{kept}\n{marker}"
+            keep -= excess
+        return marker
+    return None
+
+
+def _decoded_start(encoder: tiktoken.Encoding, tokens: Sequence[int], keep: int) -> str:
+    """The text of the first `keep` tokens, without a split character or trailing space."""
+    if keep <= 0:
+        return ""
+    return encoder.decode_bytes(tokens[:keep]).decode("utf-8", errors="ignore").rstrip()

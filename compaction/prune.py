@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .file_views import result_text
 from .messages import Block, Message, round_starts
 from .policy import Policy
 from .preview import token_preview
@@ -153,22 +154,9 @@ class _Pruner:
         if tokens <= self.policy.tool_result_threshold:
             return item
         preview = token_preview(
-            _result_text(item.get("content")), self.policy.preview_tokens, tokens, self._encoding
+            result_text(item.get("content")), self.policy.preview_tokens, tokens, self._encoding
         )
         if count_text_tokens(preview, self._encoding) >= tokens:
             return item
         self.results_cut += 1
         return {**item, "content": preview}
-
-
-def _result_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [
-            str(b.get("text", ""))
-            for b in content
-            if isinstance(b, Mapping) and b.get("type") == "text"
-        ]
-        return "\n".join(texts)
-    return ""

@@ -1,20 +1,24 @@
 """The REST API (django-ninja) under /api/: its instance, authentication and error mapping.
 
-Every error is JSON `{"detail": ...}`: 400 malformed JSON, 401 missing or bad
-credentials, 403 CSRF, 404 unknown (or another owner's) ids, 409 conflicts, 413 bodies over
-CTXWEB_MAX_BODY_BYTES, 422 invalid input with each problem's path, 429 throttled.
+Every error is JSON `{"detail": ...}`: 400 malformed JSON (or a body that is not a JSON
+object), 401 missing or bad credentials, 403 CSRF, 404 unknown (or another owner's) ids,
+409 conflicts, 413 bodies over CTXWEB_MAX_BODY_BYTES, 422 invalid input with each problem's
+path, 429 throttled.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
-from ninja.errors import AuthenticationError, ValidationError
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.parser import Parser
+from ninja.types import DictStrAny
 
 from compaction import (
     BlobStoreError,
@@ -26,9 +30,43 @@ from sessions_app.api import compact, compactions, context, health, jobs, sessio
 from sessions_app.auth import ApiKeyAuth, SessionCsrfAuth
 from sessions_app.services.errors import Conflict
 
-__all__ = ["api"]
+__all__ = ["ObjectBodyParser", "api"]
 
 logger = logging.getLogger("sessions_app")
+
+
+class MalformedBody(ValueError):
+    """A JSON request body that is not valid JSON or not a JSON object."""
+
+
+class ObjectBodyParser(Parser):
+    """JSON bodies must be objects, as the OpenAPI schema says.
+
+    django-ninja alone takes an array as an empty object, so a wrong body would silently
+    mean "all defaults": `null`, an array, a string, a number or a boolean raises
+    MalformedBody, which django-ninja turns into a 400. (An empty body is not parsed: where
+    the body is optional, sending none still means "all defaults".)
+    """
+
+    def parse_body(self, request: HttpRequest) -> DictStrAny:
+        try:
+            data = json.loads(request.body)
+        except ValueError as error:
+            raise MalformedBody(str(error)) from error
+        if not isinstance(data, dict):
+            raise MalformedBody(f"the body must be a JSON object, not {_json_type(data)}")
+        return data
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "an array" if isinstance(value, list) else "a string"
+
 
 api = NinjaAPI(
     title="ctxweb API",
@@ -40,6 +78,7 @@ api = NinjaAPI(
     ),
     auth=[ApiKeyAuth(), SessionCsrfAuth()],
     urls_namespace="api",
+    parser=ObjectBodyParser(),
 )
 
 
@@ -58,6 +97,15 @@ def _location(loc: Any) -> str:
     for part in parts:
         path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
     return path or "body"
+
+
+@api.exception_handler(HttpError)
+def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    # django-ninja wraps every parser error in a generic 400; say what was wrong instead.
+    message = exc.message
+    if isinstance(exc.__cause__, MalformedBody):
+        message = f"malformed JSON body: {exc.__cause__}"
+    return api.create_response(request, {"detail": message}, status=exc.status_code)
 
 
 @api.exception_handler(ValidationError)

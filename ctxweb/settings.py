@@ -174,9 +174,9 @@ STORAGES = {
         else "django.contrib.staticfiles.storage.StaticFilesStorage",
     },
 }
-# Serve straight from the source folders too, so the pages work with DEBUG off even before
-# `collectstatic` (which a deployment still runs, for compressed files and caching headers).
-WHITENOISE_USE_FINDERS = env_bool("CTXWEB_STATIC_FINDERS", True)
+# Until `collectstatic` has filled STATIC_ROOT, serve straight from the source folders, so the
+# pages work with DEBUG off out of the box; after it, serve the collected, compressed files.
+WHITENOISE_USE_FINDERS = env_bool("CTXWEB_STATIC_FINDERS", not any(STATIC_ROOT.iterdir()))
 
 TASKS = {
     "default": {

@@ -41,8 +41,17 @@ def _failure_window() -> int:
 
 
 def client_id(request: HttpRequest) -> str:
-    """The client a failed attempt is charged to: its address."""
-    return str(request.META.get("REMOTE_ADDR") or "unknown")
+    """The client a failed attempt is charged to: its address.
+
+    Behind `CTXWEB_TRUSTED_PROXIES` = n reverse proxies, the n-th address from the right of
+    X-Forwarded-For (the one the outermost trusted proxy saw); entries further left are
+    written by the client and could be forged.
+    """
+    remote = str(request.META.get("REMOTE_ADDR") or "unknown")
+    n = int(getattr(settings, "CTXWEB_TRUSTED_PROXIES", 0))
+    forwarded = str(request.META.get("HTTP_X_FORWARDED_FOR", ""))
+    xff = [part.strip() for part in forwarded.split(",") if part.strip()]
+    return xff[-n] if n > 0 and len(xff) >= n else remote
 
 
 def _failure_key(request: HttpRequest) -> str:

@@ -22,6 +22,7 @@ from .schemas import (
     CompactionOut,
     CompactionResultOut,
     JobQueuedOut,
+    Text,
 )
 from .serializers import compaction_dicts
 
@@ -29,9 +30,9 @@ router = Router(tags=["compactions"])
 
 
 class CompactionListQuery(Schema):
-    cursor: str | None = Field(None, max_length=500)
+    cursor: Text | None = Field(None, max_length=500)
     limit: int | None = Field(None, ge=1, le=500)
-    status: str | None = Field(None, max_length=16)
+    status: Text | None = Field(None, max_length=16)
 
 
 @router.post(

@@ -17,8 +17,10 @@ from .schemas import CheckIn, CheckOut, ContextOut, OffloadIn, OffloadOut, Prepa
 
 router = Router(tags=["context"])
 
-#: An optional JSON body (absent is the same as `{}`).
-_OPTIONAL_BODY: Any = body_param(None)
+#: Optional JSON bodies: absent is the same as `{}`. (A `null` body is refused like any
+#: other body that is not an object, so the schema does not offer it.)
+_NO_CHECK_OPTIONS: Any = body_param(CheckIn())
+_NO_OFFLOAD_OPTIONS: Any = body_param(OffloadIn())
 
 
 @router.get("/{session_id}/context", response={200: ContextOut, **errors(422)})
@@ -36,19 +38,18 @@ def prepare(request: HttpRequest, session_id: str, format: Format = "anthropic")
 
 @router.post("/{session_id}/check", response={200: CheckOut, **errors(400, 403, 422)})
 def check_session(
-    request: HttpRequest, session_id: str, payload: CheckIn | None = _OPTIONAL_BODY
+    request: HttpRequest, session_id: str, payload: CheckIn = _NO_CHECK_OPTIONS
 ) -> dict[str, Any]:
     """`{should_compact, tokens, threshold, limit, usage}` from the cached token counts."""
     session = owned_session(request, session_id)
-    name = payload.profile if payload is not None else None
-    profile = profile_for(session, name) if name else None
+    profile = profile_for(session, payload.profile) if payload.profile else None
     return check(session, profile)
 
 
 @router.post("/{session_id}/offload", response={200: OffloadOut, **errors(400, 403, 409, 422)})
 def offload(
-    request: HttpRequest, session_id: str, payload: OffloadIn | None = _OPTIONAL_BODY
+    request: HttpRequest, session_id: str, payload: OffloadIn = _NO_OFFLOAD_OPTIONS
 ) -> dict[str, Any]:
     """Write large tool results to files; the runtime context keeps references."""
     session = owned_session(request, session_id)
-    return offload_session(session, min_chars=payload.min_chars if payload else None)
+    return offload_session(session, min_chars=payload.min_chars)

@@ -9,6 +9,8 @@ from typing import Any
 
 from compaction import PolicyError
 
+from ..nul import first_nul_path
+
 __all__ = ["InvalidCursor", "decode_cursor", "encode_cursor", "page_limit"]
 
 DEFAULT_LIMIT = 50
@@ -37,7 +39,8 @@ def decode_cursor(cursor: str | None) -> dict[str, Any] | None:
         value = json.loads(base64.urlsafe_b64decode(padded.encode()))
     except (binascii.Error, ValueError, UnicodeDecodeError):
         raise InvalidCursor() from None
-    if not isinstance(value, dict):
+    # A NUL would reach the database's filters (PostgreSQL refuses it): not one of ours.
+    if not isinstance(value, dict) or first_nul_path(value) is not None:
         raise InvalidCursor()
     return value
 

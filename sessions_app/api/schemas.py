@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from ninja import Schema
-from pydantic import Field
+from pydantic import AfterValidator, Field, StrictBool, StrictInt, ValidationInfo
+from pydantic_core import PydanticCustomError
+
+from ..nul import NUL_MESSAGE, first_nul_path
 
 __all__ = [
     "AppendIn",
@@ -35,9 +38,27 @@ __all__ = [
     "SessionOut",
     "StatelessCompactIn",
     "StatelessCompactOut",
+    "Text",
 ]
 
 ContextFormat = Literal["anthropic", "openai"]
+
+
+def _refuse_nul(value: Any, info: ValidationInfo) -> Any:
+    """`value` unchanged, or a validation error naming where a NUL character is."""
+    field = info.field_name or ""
+    where = first_nul_path(value, field)
+    if where is None:
+        return value
+    message = NUL_MESSAGE if where == field else f"{where}: {NUL_MESSAGE}"
+    raise PydanticCustomError("nul_character", message)
+
+
+#: A string from the client: NUL characters are refused (PostgreSQL cannot store them).
+Text = Annotated[str, AfterValidator(_refuse_nul)]
+#: Any JSON from the client that is stored: no NUL character in any string or key.
+Json = Annotated[Any, AfterValidator(_refuse_nul)]
+JsonObject = Annotated[dict[str, Any], AfterValidator(_refuse_nul)]
 
 
 class ErrorOut(Schema):
@@ -52,13 +73,13 @@ class HealthOut(Schema):
 
 
 class SessionCreateIn(Schema):
-    title: str = Field("", max_length=300)
+    title: Text = Field("", max_length=300)
     messages: list[Any] = Field(default_factory=list)
-    system: Any = None
-    context_limit: int | None = Field(None, gt=0)
-    profile: str | None = Field(None, max_length=64)
-    model: str = Field("", max_length=128)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    system: Json = None
+    context_limit: StrictInt | None = Field(None, gt=0)
+    profile: Text | None = Field(None, max_length=64)
+    model: Text = Field("", max_length=128)
+    metadata: JsonObject = Field(default_factory=dict)
 
 
 class SessionOut(Schema):
@@ -91,7 +112,7 @@ class SessionListOut(Schema):
 
 class AppendIn(Schema):
     messages: list[Any] = Field(..., min_length=1)
-    expected_version: int | None = Field(None, ge=0)
+    expected_version: StrictInt | None = Field(None, ge=0)
 
 
 class AppendOut(Schema):
@@ -152,7 +173,7 @@ class PrepareOut(ContextOut):
 
 
 class CheckIn(Schema):
-    profile: str | None = Field(None, max_length=64)
+    profile: Text | None = Field(None, max_length=64)
 
 
 class CheckOut(Schema):
@@ -165,11 +186,11 @@ class CheckOut(Schema):
 
 
 class CompactIn(Schema):
-    profile: str | None = Field(None, max_length=64)
-    instructions: str | None = Field(None, max_length=20_000)
-    dry_run: bool = False
-    summary: str | None = None
-    background: bool = False
+    profile: Text | None = Field(None, max_length=64)
+    instructions: Text | None = Field(None, max_length=20_000)
+    dry_run: StrictBool = False
+    summary: Text | None = None
+    background: StrictBool = False
 
 
 class CompactionOut(Schema):
@@ -247,13 +268,16 @@ class JobOut(Schema):
 
 
 class OffloadIn(Schema):
-    min_chars: int | None = Field(None, ge=0)
+    min_chars: StrictInt | None = Field(None, ge=0)
 
 
 class OffloadOut(Schema):
     offloaded_count: int
     freed_chars: int
-    files: list[str]
+    #: Names relative to the session's offload area, as the context's references give them.
+    files: list[str] = Field(
+        ..., description="the files written, by name (e.g. `tool-result-toolu_1.md`)"
+    )
     entries_changed: int
     tokens_before: int
     tokens_after: int
@@ -262,10 +286,10 @@ class OffloadOut(Schema):
 class StatelessCompactIn(Schema):
     messages: list[Any]
     system: Any = None
-    profile: str | None = Field(None, max_length=64)
+    profile: Text | None = Field(None, max_length=64)
     policy: dict[str, Any] | None = None
-    instructions: str | None = Field(None, max_length=20_000)
-    force: bool = True
+    instructions: Text | None = Field(None, max_length=20_000)
+    force: StrictBool = True
 
 
 class StatelessCompactOut(Schema):

@@ -22,6 +22,7 @@ from .schemas import (
     SessionCreateIn,
     SessionListOut,
     SessionOut,
+    Text,
 )
 from .serializers import ProfileCache, marker_tree, session_dict
 
@@ -29,13 +30,13 @@ router = Router(tags=["sessions"])
 
 
 class SessionListQuery(Schema):
-    search: str | None = Field(None, max_length=200)
-    cursor: str | None = Field(None, max_length=500)
+    search: Text | None = Field(None, max_length=200)
+    cursor: Text | None = Field(None, max_length=500)
     limit: int | None = Field(None, ge=1, le=500)
 
 
 class HistoryQuery(Schema):
-    cursor: str | None = Field(None, max_length=500)
+    cursor: Text | None = Field(None, max_length=500)
     limit: int | None = Field(None, ge=1, le=1000)
 
 

@@ -19,6 +19,7 @@ from ninja.errors import HttpError
 from ..exporting import export_session
 from ..importers import FORMATS, TranscriptError
 from ..importing import import_file
+from ..nul import NUL, NUL_MESSAGE
 from .common import errors, owned_session, user_of
 from .schemas import SessionOut
 from .serializers import session_dict
@@ -152,6 +153,8 @@ def _title(value: Any) -> str | None:
         return None
     if not isinstance(value, str) or len(value) > 300:
         raise _Unprocessable("title", "must be a string of at most 300 characters")
+    if NUL in value:
+        raise _Unprocessable("title", NUL_MESSAGE)
     return value
 
 

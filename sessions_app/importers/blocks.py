@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
 from compaction.messages import Block
+
+from .source import load_json
 
 __all__ = [
     "EMPTY_TEXT",
@@ -68,7 +69,7 @@ def parse_arguments(arguments: Any) -> dict[str, Any]:
     if not isinstance(arguments, str):
         return {"raw": arguments}
     try:
-        value = json.loads(arguments)
+        value = load_json(arguments)
     except ValueError:
         return {"raw": arguments}
     return value if isinstance(value, dict) else {"raw": arguments}

@@ -20,7 +20,6 @@ lines form the conversation; then those lines are read again and turned into mes
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -40,7 +39,7 @@ from .claude_code_graph import (
     SUMMARY,
     Graph,
 )
-from .source import Source, open_source, parse_json_line
+from .source import Source, load_json, open_source, parse_json_line
 from .types import ImportedCompaction, ImportedMessage, ImportedSession
 
 __all__ = ["find_subagent_files", "parse_claude_code"]
@@ -497,7 +496,7 @@ def _session_of(path: Path) -> str:
 def _agent_meta(path: Path) -> dict[str, Any]:
     meta_path = path.with_name(path.name.removesuffix(".jsonl") + ".meta.json")
     try:
-        value = json.loads(meta_path.read_text(encoding="utf-8"))
+        value = load_json(meta_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}

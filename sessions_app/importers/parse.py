@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from typing import IO, Any
@@ -14,7 +13,7 @@ from .detect import canonical_format, detect_document, detect_format
 from .errors import TranscriptError, UnknownFormatError
 from .openai_chat import parse_openai
 from .openhands import parse_openhands
-from .source import Progress, Source, open_source
+from .source import Progress, Source, load_json, open_source
 from .swe_agent import parse_swe_agent
 from .types import FORMATS, ImportedSession
 
@@ -98,6 +97,6 @@ def _load_document(source: Source) -> Any:
             f"{source.name or 'input'}: not valid UTF-8 (byte {exc.start})"
         ) from exc
     try:
-        return json.loads(text)
+        return load_json(text)
     except ValueError as exc:
         raise TranscriptError(f"{source.name or 'input'}: not valid JSON: {exc}") from exc

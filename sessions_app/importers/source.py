@@ -14,9 +14,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from ..nul import strip_nul
 from .errors import TranscriptError
 
-__all__ = ["Progress", "Source", "open_source", "parse_json_line"]
+__all__ = ["Progress", "Source", "load_json", "open_source", "parse_json_line"]
 
 #: A progress callback: (stage, done, total); for reading, bytes of the input.
 Progress = Callable[[str, int, int], None]
@@ -150,7 +151,19 @@ def parse_json_line(raw: bytes) -> tuple[Any, str]:
     except UnicodeDecodeError as exc:
         return None, f"not valid UTF-8 at byte {exc.start}"
     try:
-        return json.loads(text), ""
+        return load_json(text), ""
     except ValueError as exc:
         kind = "truncated JSON" if "Unterminated" in str(exc) or "Expecting" in str(exc) else ""
         return None, f"{kind or 'invalid JSON'}: {exc}"
+
+
+def load_json(text: str) -> Any:
+    """`json.loads(text)` without NUL characters in any string or key.
+
+    Every JSON text an importer reads comes through here: PostgreSQL cannot store U+0000,
+    and a real transcript holding one (written `\\u0000` in JSON) is imported without it
+    rather than refused.
+    """
+    value = json.loads(text)
+    # Inside a JSON string a NUL can only be written as this escape (a raw one is invalid).
+    return strip_nul(value) if "\\u0000" in text else value

@@ -29,6 +29,7 @@ from compaction.compact import NOT_NEEDED, compact_messages
 from compaction.summarizers.scripted import ScriptedSummarizer
 
 from ..models import Compaction, CompactionProfile, Session
+from ..nul import strip_nul
 from ..storage import BLOB_PREFIX, DjangoStorageBlobStore
 from .policies import policy_for, profile_for, summarizer_for, summary_model
 from .reverting import revert_compaction
@@ -225,8 +226,9 @@ def _meta(
         strategy=f"{profile.name}: {'+'.join(ran) or 'none'}",
         summarizer=name if summarized else "",
         model=str(getattr(summarizer, "model", "") or "") if summarized else "",
-        instructions=instructions or "",
-        summary=result.summary or "",
+        # Recorded copies: PostgreSQL cannot store a NUL, and a record must never fail for one.
+        instructions=strip_nul(instructions or ""),
+        summary=strip_nul(result.summary or ""),
         encoding=policy.encoding,
         stats=result.stats.to_dict(),
         duration_ms=result.duration_ms or round((time.monotonic() - started) * 1000),

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db import transaction
 
-from compaction import message_token_counts
+from compaction import BlobStore, message_token_counts
 from compaction.offload import offload_tool_results
 
 from ..models import ContextEntry, Session
@@ -36,16 +36,17 @@ def offload_session(session: Session, *, min_chars: int | None = None) -> dict[s
     """Write every tool result of `min_chars`+ characters (default: the profile's) to a file.
 
     Returns `{offloaded_count, freed_chars, files, entries_changed, tokens_before,
-    tokens_after}`. Raises Conflict when the context changed meanwhile.
+    tokens_after}`; `files` are the names written, relative to the session's offload area
+    (`tool-result-<id>.md`, as the references in the context say), never the storage's
+    locations (server paths, signed URLs). Raises Conflict when the context changed meanwhile.
     """
     profile = profile_for(session)
     threshold = profile.offload_min_chars if min_chars is None else min_chars
     snapshot = take_snapshot(session)
     entries = [*snapshot.entries, *snapshot.pending]
     messages = [*snapshot.messages, *_pending_messages(snapshot)]
-    result = offload_tool_results(
-        messages, None, min_chars=threshold, store=blob_store_for(session)
-    )
+    store = _NamesWritten(blob_store_for(session))
+    result = offload_tool_results(messages, None, min_chars=threshold, store=store)
     changed = [
         (entry, new)
         for entry, old, new in zip(entries, messages, result.messages, strict=True)
@@ -67,11 +68,27 @@ def offload_session(session: Session, *, min_chars: int | None = None) -> dict[s
     return {
         "offloaded_count": result.offloaded_count,
         "freed_chars": result.freed_chars,
-        "files": list(result.files),
+        "files": list(store.names),
         "entries_changed": len(changed),
         "tokens_before": tokens_before,
         "tokens_after": session.context_tokens,
     }
+
+
+class _NamesWritten:
+    """A BlobStore that remembers the relative names written through it."""
+
+    def __init__(self, store: BlobStore) -> None:
+        self.store = store
+        self.names: list[str] = []
+
+    def write(self, name: str, data: bytes) -> str:
+        location = self.store.write(name, data)
+        self.names.append(name)
+        return location
+
+    def exists(self, name: str) -> bool:
+        return self.store.exists(name)
 
 
 def _pending_messages(snapshot: ContextSnapshot) -> list[dict[str, Any]]:

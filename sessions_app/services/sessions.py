@@ -20,6 +20,7 @@ from compaction.messages import tool_use_ids
 from compaction.validation import validate_messages
 
 from ..models import Compaction, CompactionProfile, ContextEntry, Message, Session
+from ..nul import nul_problems
 from ..storage import BLOB_PREFIX
 from .entries import entry_message, split_message
 from .errors import VersionConflict
@@ -158,8 +159,21 @@ def validate_extension(
     """Problems of `messages` appended after `previous`, paths counted over [previous, *messages].
 
     A final assistant message whose tool calls are not answered yet is allowed: its results
-    arrive with the next append.
+    arrive with the next append. A NUL character in any string or key is a problem too
+    (PostgreSQL cannot store one).
     """
+    start = 0 if previous is None else 1
+    nul = [
+        problem
+        for index, message in enumerate(messages, start=start)
+        for problem in nul_problems(message, f"messages[{index}]")
+    ]
+    return [*_shape_problems(previous, messages), *nul]
+
+
+def _shape_problems(
+    previous: Mapping[str, Any] | None, messages: Sequence[Mapping[str, Any]]
+) -> list[Problem]:
     # Only an assistant predecessor matters (its tool calls may be answered now); any other
     # stored message stands in as a placeholder, so its own tool results need no call before it.
     if previous is not None and previous.get("role") != "assistant":

@@ -25,6 +25,7 @@ from compaction.archive import archive_name
 from compaction.messages import SUMMARY_KEY, is_summary_message, tool_use_ids
 
 from ..models import Compaction, ContextEntry, Session
+from ..nul import strip_nul
 from .entries import ENTRY_KEY, entry_snapshot, load_entries, split_message, tagged_message
 from .errors import Conflict
 
@@ -161,15 +162,17 @@ def record_failure(
                 strategy=meta.strategy[:64],
                 summarizer=meta.summarizer[:128],
                 model=meta.model[:128],
-                instructions=meta.instructions,
+                # A NUL (in instructions, or an error message quoting input) cannot be
+                # stored on PostgreSQL; the failure must be recorded all the same.
+                instructions=strip_nul(meta.instructions),
                 tokens_before=tokens_before,
                 tokens_after=tokens_before,
                 messages_before=messages,
                 messages_after=messages,
                 duration_ms=meta.duration_ms,
                 status=Compaction.Status.FAILED,
-                failure_reason=reason[:64],
-                details=meta.details,
+                failure_reason=strip_nul(reason[:64]),
+                details=strip_nul(meta.details),
             )
     except Session.DoesNotExist:
         return None

@@ -333,16 +333,18 @@ def test_extractive_retention_retry_adds_key_identifiers():
     assert f"{KEY_IDENTIFIERS}:" in (result.summary or "") or result.stats.recall == 1.0
 
 
+# The steps are patched where compact_messages looks them up.
+COMPACT_MODULE = importlib.import_module("compaction.compact")
+
+
 # --- any failure rolls back ----------------------------------------------------------------
 
 
 def test_a_crashing_pruner_rolls_back_and_is_named(monkeypatch):
-    import compaction.prune
-
     def crash(messages, policy=None):
         raise RuntimeError("pruner bug")
 
-    monkeypatch.setattr(compaction.prune, "prune_tool_blocks", crash)
+    monkeypatch.setattr(COMPACT_MODULE, "prune_tool_blocks", crash)
     messages = tool_history()
 
     result = compact_messages(messages, chain_policy(steps=("selective", "summary")))
@@ -353,14 +355,13 @@ def test_a_crashing_pruner_rolls_back_and_is_named(monkeypatch):
 
 
 def test_an_invalid_result_is_never_returned(monkeypatch):
-    import compaction.prune
     from compaction.results import PruneResult
 
     def orphaning(messages, policy=None):  # drops a tool_use but keeps its result
         broken = [m for m in messages if m is not messages[2]]
         return PruneResult(messages=broken)
 
-    monkeypatch.setattr(compaction.prune, "prune_tool_blocks", orphaning)
+    monkeypatch.setattr(COMPACT_MODULE, "prune_tool_blocks", orphaning)
     messages = tool_history()
 
     result = compact_messages(messages, chain_policy(steps=("selective",)))
@@ -371,13 +372,10 @@ def test_an_invalid_result_is_never_returned(monkeypatch):
 
 
 def test_a_crashing_fallback_keeps_the_previous_state(monkeypatch):
-    # The package exports a function of the same name, so take the module from sys.modules.
-    module = importlib.import_module("compaction.smart_truncate")
-
     def crash(messages, policy=None):
         raise RuntimeError("truncate bug")
 
-    monkeypatch.setattr(module, "smart_truncate", crash)
+    monkeypatch.setattr(COMPACT_MODULE, "smart_truncate", crash)
     messages = tool_history()
     policy = chain_policy(steps=("smart_truncate", "hard_truncate"), hard_limit=1000)
 

@@ -112,10 +112,6 @@ def test_successful_requests_are_never_throttled(world: World, settings: Any) ->
     assert statuses == {200}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sessions_app.auth.client_id ignores CTXWEB_TRUSTED_PROXIES (fix in the report)",
-)
 def test_behind_a_proxy_failures_are_charged_to_the_real_client(
     world: World, settings: Any
 ) -> None:

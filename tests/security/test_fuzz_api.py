@@ -54,19 +54,9 @@ def _load_schema() -> Any:
 
 schema = _load_schema()
 
-_LAX_BODY = (
-    "a JSON array or null body is taken as an empty object (django-ninja), and numbers pass "
-    "for booleans (pydantic's lax mode): see the report for issue 7"
-)
 #: Operations that fail a check today, with why. Strict: a fix makes the test fail until
 #: its entry is removed here.
-KNOWN_DEFECTS: dict[str, str] = {
-    "POST /api/compact": _LAX_BODY,
-    "POST /api/sessions": _LAX_BODY,
-    "POST /api/sessions/{session_id}/check": _LAX_BODY,
-    "POST /api/sessions/{session_id}/compactions": _LAX_BODY,
-    "POST /api/sessions/{session_id}/offload": _LAX_BODY,
-}
+KNOWN_DEFECTS: dict[str, str] = {}
 
 
 @pytest.fixture(autouse=True)

@@ -10,16 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.db import connection
+
+from compaction import SummaryError
+from compaction.summarizers.scripted import ScriptedSummarizer
+from sessions_app.models import Message, Session
+from sessions_app.services.compacting import compact_session
 
 from .conftest import World
 
 NUL = "before\x00after"
 REFUSED = (400, 422)
-#: Not fixed yet (sessions_app: see the issue 7 report): accepted on SQLite, 500 on PostgreSQL.
-NOT_REFUSED_YET = pytest.mark.xfail(
-    strict=True, reason="NUL characters are stored (SQLite) or crash the insert (PostgreSQL)"
-)
 
 
 def _messages(text: str = "hello", tool_id: str = "toolu_1") -> list[dict[str, Any]]:
@@ -38,24 +38,38 @@ def _messages(text: str = "hello", tool_id: str = "toolu_1") -> list[dict[str, A
 
 
 CREATE_BODIES = [
-    pytest.param({"title": NUL}, id="title"),
-    pytest.param({"messages": _messages(text=NUL)}, id="message-text"),
-    pytest.param({"messages": _messages(tool_id="toolu_\x00")}, id="tool-use-id"),
-    pytest.param({"system": NUL}, id="system"),
-    pytest.param({"messages": [{"role": "user", "content": "hi", "note\x00": 1}]}, id="extra-key"),
+    pytest.param({"title": NUL}, "title", id="title"),
+    pytest.param({"messages": _messages(text=NUL)}, "messages[0].content", id="message-text"),
+    pytest.param(
+        {"messages": _messages(tool_id="toolu_\x00")}, "messages[1].content[0].id", id="tool-use-id"
+    ),
+    pytest.param({"system": NUL}, "system", id="system"),
+    pytest.param({"system": [{"type": "text", "text": NUL}]}, "system", id="system-blocks"),
+    pytest.param({"metadata": {"k": [NUL]}}, "metadata", id="metadata"),
+    pytest.param(
+        {"messages": [{"role": "user", "content": "hi", "note\x00": 1}]},
+        "messages[0].note\\u0000",
+        id="extra-key",
+    ),
 ]
 
 
-@NOT_REFUSED_YET
-@pytest.mark.parametrize("body", CREATE_BODIES)
-def test_creating_a_session_with_a_nul_character_is_422(world: World, body: Any) -> None:
+@pytest.mark.parametrize(("body", "path"), CREATE_BODIES)
+def test_creating_a_session_with_a_nul_character_is_refused(
+    world: World, body: Any, path: str
+) -> None:
+    before = Session.objects.count()
+
     response = world.as_alice.call("POST", "/api/sessions", body)
 
-    assert response.status_code in REFUSED, response.content[:300]
+    assert response.status_code == 422, response.content[:300]
+    problems = response.json()["detail"]
+    assert path in [problem["path"] for problem in problems]
+    assert all("NUL" in problem["message"] for problem in problems)
+    assert Session.objects.count() == before
 
 
-@NOT_REFUSED_YET
-def test_appending_a_nul_character_is_422_and_changes_nothing(world: World) -> None:
+def test_appending_a_nul_character_is_refused_and_changes_nothing(world: World) -> None:
     before = world.as_alice.get(f"/api/sessions/{world.session.pk}").json()["message_count"]
 
     response = world.as_alice.call(
@@ -69,7 +83,6 @@ def test_appending_a_nul_character_is_422_and_changes_nothing(world: World) -> N
     assert after == before
 
 
-@NOT_REFUSED_YET
 @pytest.mark.parametrize(
     "body",
     [
@@ -77,17 +90,12 @@ def test_appending_a_nul_character_is_422_and_changes_nothing(world: World) -> N
         pytest.param({"instructions": NUL}, id="instructions"),
     ],
 )
-def test_a_compaction_request_with_a_nul_character_is_422(world: World, body: Any) -> None:
+def test_a_compaction_request_with_a_nul_character_is_refused(world: World, body: Any) -> None:
     response = world.as_alice.call("POST", f"/api/sessions/{world.session.pk}/compactions", body)
 
     assert response.status_code in REFUSED, response.content[:300]
 
 
-@pytest.mark.xfail(
-    connection.vendor == "postgresql",
-    strict=True,
-    reason="the imported NUL reaches PostgreSQL (sessions_app importers: see the report)",
-)
 def test_importing_a_nul_character_is_never_a_server_error(world: World) -> None:
     content = '{"type": "user", "message": {"role": "user", "content": "a\\u0000b"}, "uuid": "u"}'
 
@@ -96,3 +104,39 @@ def test_importing_a_nul_character_is_never_a_server_error(world: World) -> None
     )
 
     assert response.status_code in (201, 422), response.content[:300]
+
+
+def test_an_imported_nul_character_is_dropped_and_the_rest_kept(world: World) -> None:
+    content = '{"type": "user", "message": {"role": "user", "content": "a\\u0000b"}, "uuid": "u"}'
+
+    response = world.as_alice.call(
+        "POST", "/api/sessions/import", {"content": content, "format": "claude_code"}
+    )
+
+    assert response.status_code == 201, response.content[:300]
+    stored = Message.objects.get(session_id=response.json()["session"]["id"])
+    assert stored.content in ("ab", [{"type": "text", "text": "ab"}])
+
+
+def test_an_import_title_with_a_nul_character_is_refused(world: World) -> None:
+    content = '{"type": "user", "message": {"role": "user", "content": "hi"}, "uuid": "u"}'
+
+    response = world.as_alice.call(
+        "POST", "/api/sessions/import", {"content": content, "title": NUL}
+    )
+
+    assert response.status_code == 422, response.content[:300]
+    assert response.json()["detail"][0]["path"] == "title"
+
+
+def test_a_failed_compaction_with_nul_instructions_is_recorded_without_them(
+    world: World,
+) -> None:
+    failing = ScriptedSummarizer(default=SummaryError("api_error", "529 overloaded"))
+
+    outcome = compact_session(world.session, instructions=NUL, summarizer=failing)
+
+    assert outcome.failed
+    assert outcome.compaction is not None
+    outcome.compaction.refresh_from_db()
+    assert outcome.compaction.instructions == "beforeafter"

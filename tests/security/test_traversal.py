@@ -173,10 +173,6 @@ def test_hostile_session_ids_are_404_everywhere(world: World, session_id: str) -
     assert offload.status_code == 404
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="offload returns the storage's locations (server paths, bucket URLs): see the report",
-)
 def test_offload_does_not_reveal_server_paths(world: World, data_dir: Path) -> None:
     session_id = _session_with_tool_id(world.as_alice, "toolu_plain")
 

@@ -32,6 +32,7 @@ def test_large_results_go_to_files_and_the_history_keeps_them(make_session: Any)
     assert result["offloaded_count"] == 1
     assert result["entries_changed"] == 1
     assert result["freed_chars"] == len(BIG)
+    assert result["files"] == ["tool-result-t1.md"], "names, not server paths"
     name = f"offload/{session.pk}/tool-result-t1.md"
     with default_storage.open(name) as handle:
         assert handle.read().decode() == BIG
