@@ -48,10 +48,10 @@ pytest: install chromium
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 # The whole suite again on a throwaway database of the local PostgreSQL, when one answers.
-pytest-postgres: install
+pytest-postgres: install chromium
 	@if $(BIN)/python scripts/pg_available.py "$(PG_URL)"; then \
 		db=ctxweb_test_$$$$; \
-		DATABASE_URL="$(PG_URL)/$$db" $(BIN)/python -m pytest -n 2 --dist loadgroup -m "not browser" \
+		DATABASE_URL="$(PG_URL)/$$db" $(BIN)/python -m pytest -n 2 --dist loadgroup \
 			-p no:cacheprovider; \
 	else echo "PostgreSQL not reachable at $(PG_URL): PostgreSQL run skipped"; fi
 

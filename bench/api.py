@@ -3,7 +3,10 @@
 Goal (issue 4): `check` and `context` under 20 ms each, because token counts are cached per
 message (a sum, not a re-encode); appends per second. Times the service functions and the
 same calls through the REST API (Django test client, Bearer key), median of repeated runs
-after a warm-up. Uses a throwaway SQLite database (or DATABASE_URL when set).
+after a warm-up. `context` is timed cold (cache cleared before each run: the first read
+after a compaction, revert or offload), warm (a repeated read) and right after an append
+(the cached text extended by the new entry). Uses a throwaway SQLite database (or
+DATABASE_URL when set).
 
 Run: .venv/bin/python bench/api.py
 """
@@ -33,6 +36,7 @@ import django  # noqa: E402
 django.setup()
 
 from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.cache import cache  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
@@ -45,10 +49,15 @@ from sessions_app.services.sessions import append_messages, create_session  # no
 RUNS = 30
 
 
-def median_ms(action: Callable[[], Any], runs: int = RUNS) -> float:
+def median_ms(
+    action: Callable[[], Any], runs: int = RUNS, before: Callable[[], Any] | None = None
+) -> float:
+    """Median time of `action` after a warm-up; `before` runs untimed before each run."""
     action()  # warm-up
     times = []
     for _ in range(runs):
+        if before is not None:
+            before()
         started = time.perf_counter()
         action()
         times.append((time.perf_counter() - started) * 1000)
@@ -72,19 +81,28 @@ def main() -> None:
     def api_context() -> None:
         assert client.get(f"{base}/context").status_code == 200
 
-    figures = {
-        "check (service)": median_ms(lambda: check(session)),
-        "check (API)": median_ms(api_check),
-        "context_json (service)": median_ms(lambda: context_json(session)),
-        "context_payload (dicts)": median_ms(lambda: context_payload(session), runs=10),
-        "context (API)": median_ms(api_context),
-    }
-    size = len(client.get(f"{base}/context").content)
-
     pair: list[dict[str, Any]] = [
         {"role": "user", "content": "Please continue with the next step of the task."},
         {"role": "assistant", "content": [{"type": "text", "text": "Done: tests pass."}]},
     ]
+    appended = [0]
+
+    def append_one() -> None:
+        append_messages(session, [pair[appended[0] % 2]])
+        appended[0] += 1
+
+    figures = {
+        "check (service)": median_ms(lambda: check(session)),
+        "check (API)": median_ms(api_check),
+        "context_json cold (service)": median_ms(lambda: context_json(session), before=cache.clear),
+        "context_json warm (service)": median_ms(lambda: context_json(session)),
+        "context_payload (dicts)": median_ms(lambda: context_payload(session), runs=10),
+        "context cold (API)": median_ms(api_context, before=cache.clear),
+        "context warm (API)": median_ms(api_context),
+        "context after an append (API)": median_ms(api_context, before=append_one),
+    }
+    size = len(client.get(f"{base}/context").content)
+
     count = 200
     started = time.perf_counter()
     for index in range(count):
@@ -106,10 +124,10 @@ def main() -> None:
         f"(stored in {stored_s:.1f} s)"
     )
     for name, value in figures.items():
-        print(f"{name:<24} {value:8.2f} ms (median)")
+        print(f"{name:<30} {value:8.2f} ms (median)")
     print(f"context response size: {size / 1e6:.1f} MB")
-    print(f"{'appends (service)':<24} {service_rate:8.0f} /s (one message each)")
-    print(f"{'appends (API)':<24} {api_rate:8.0f} /s (one message each)")
+    print(f"{'appends (service)':<30} {service_rate:8.0f} /s (one message each)")
+    print(f"{'appends (API)':<30} {api_rate:8.0f} /s (one message each)")
 
 
 if __name__ == "__main__":

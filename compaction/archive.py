@@ -1,8 +1,10 @@
 """The archive of compacted originals (seed 000 F-006).
 
-Name: `<session_id>/compact-<timestamp>-<seq>.json`. The timestamp is ISO 8601 *basic*
-format in UTC to the second, `20260217T101500Z`: it sorts as text and has no `:` (which
-Windows and some object stores refuse). `seq` counts the session's archives from 1, so two
+Name: `<session_id>/compact-<timestamp>-<seq>.json`. The timestamp (DESIGN.md's "ISO8601
+seconds") is ISO 8601 *basic* format in UTC to the second, `20260217T101500Z`, on purpose:
+the extended form `2026-02-17T10:15:00Z` puts `:` in a file name, which Windows refuses
+and some object stores, archivers and shells mishandle; the basic form is just as standard
+and still sorts as text. `seq` counts the session's archives from 1, so two
 compactions in the same second get different names. The content is the messages as
 indented JSON. A failed write is the caller's to log; it never stops a compaction.
 """

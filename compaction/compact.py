@@ -6,6 +6,13 @@ then the fallbacks smart truncation and hard truncation, which run only when the
 needed (seed 001 REQ-3.4, 002 §4.2). The input is never mutated; untouched messages keep
 their identity. A summarizer failure never raises: the result says `compacted=False` and
 names the reason.
+
+The head / middle / tail partition is decided on the context as it was before pruning, so
+pruning (which may shrink it far under the tail budget) never leaves the summary nothing
+to do. The summary reads the middle's original messages, tool blocks that pruning drops
+included, and the output is `[head, summary, pruned tail]`. The summary message also holds
+the folded outlines of the files viewed in the middle (seed 002 §2.5), within
+`fold_max_tokens`; `CompactResult.summary` is the summarizer's text alone.
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ from .archive import archive_messages
 from .blobstore import BlobStore, LocalBlobStore
 from .clock import Clock, SystemClock
 from .errors import CompactionError, SummaryError
+from .file_views import file_view_sources
+from .folding import SourceFile, fold
 from .hard_truncate import hard_truncate
 from .messages import SUMMARY_KEY, Message, is_summary_message, make_summary_message
 from .offload import offload_tool_results
@@ -38,7 +47,7 @@ from .retention import extract_identifiers, measure_recall
 from .smart_truncate import smart_truncate
 from .summarizers.base import Summarizer, SummaryRequest
 from .summarizers.extractive import ExtractiveSummarizer
-from .tokens import message_token_counts
+from .tokens import count_text_tokens, message_token_counts
 from .validation import ensure_valid, validate_messages
 
 __all__ = ["EventHandler", "compact_messages"]
@@ -151,6 +160,7 @@ class _Run:
     partition: Partition | None = None
     recall: float | None = None
     archive_path: str | None = None
+    outlines: str = ""
 
     # --- the flow -------------------------------------------------------------------------
 
@@ -241,13 +251,14 @@ class _Run:
         contexts over the hard limit).
         """
         state = snapshot
+        sources: list[int] | None = None
         pruned = False
         try:
             if "selective" in self.policy.steps:
-                state = self._selective(state)
+                state, sources = self._selective(state)
                 pruned = state is not snapshot
             if "summary" in self.policy.steps:
-                state = self._summary(state, snapshot)
+                state = self._summary(state, snapshot, sources)
             elif not pruned:
                 return snapshot, False
             return state, False
@@ -272,6 +283,7 @@ class _Run:
             for r in self.steps
         ]
         self.summary = self.summary_message = self.partition = None
+        self.outlines = ""
         self.recall = None
         self.emit(
             "rollback",
@@ -287,8 +299,8 @@ class _Run:
             extra=self._log_fields(reason=failure.reason),
         )
 
-    def _selective(self, state: _State) -> _State:
-
+    def _selective(self, state: _State) -> tuple[_State, list[int] | None]:
+        """The pruned state and, when it changed, the source index of each of its messages."""
         self.emit("selective_start", tokens_before=state.tokens)
         try:
             pruned = prune_tool_blocks(state.messages, self.policy)
@@ -320,13 +332,24 @@ class _Run:
                 "tool_results_truncated": pruned.tool_results_truncated,
             },
         )
-        return new if changed else state
+        return (new, pruned.source_indexes) if changed else (state, None)
 
-    def _summary(self, state: _State, snapshot: _State) -> _State:
-        head_end, tail_start = split_points(state.messages, self.policy, token_counts=state.counts)
-        head = state.messages[:head_end]
-        middle = state.messages[head_end:tail_start]
-        tail = state.messages[tail_start:]
+    def _summary(self, state: _State, snapshot: _State, sources: list[int] | None) -> _State:
+        """Summarize the snapshot's middle; keep `state`'s (pruned) head and tail.
+
+        `sources` gives the snapshot index of each message of `state` (None: they are the
+        snapshot's own messages).
+        """
+        head_end, tail_start = split_points(
+            snapshot.messages, self.policy, token_counts=snapshot.counts
+        )
+        middle = snapshot.messages[head_end:tail_start]
+        if sources is None:
+            head = state.messages[:head_end]
+            tail = state.messages[tail_start:]
+        else:
+            head = [m for m, i in zip(state.messages, sources, strict=True) if i < head_end]
+            tail = [m for m, i in zip(state.messages, sources, strict=True) if i >= tail_start]
         if not middle:
             self._report("summary", ran=False, why="nothing to compact", before=state.tokens)
             raise _Failure("nothing_to_compact")
@@ -346,6 +369,7 @@ class _Run:
         except SummaryError as error:
             self._report("summary", ran=True, why=f"failed: {error.reason}", before=state.tokens)
             raise _Failure(error.reason, error.detail) from error
+        self.outlines = self._file_outlines(middle)
         new = self._assemble(state, head, middle, tail, text)
         new, text = self._retention_check(state, request, head, middle, tail, new, text)
         if new.tokens >= snapshot.tokens:
@@ -364,6 +388,7 @@ class _Run:
                 "summarizer": self._summarizer_name,
                 "middle_messages": len(middle),
                 "recall": self.recall,
+                "folded_files": self.outlines.count("<system-reminder>"),
             },
         )
         return new
@@ -410,9 +435,9 @@ class _Run:
         tail: list[Message],
         text: str,
     ) -> _State:
-        """`[*head, summary, *tail]` (seed 000 F-005)."""
+        """`[*head, summary, *tail]` (seed 000 F-005); the summary ends with the outlines."""
         message = make_summary_message(
-            text,
+            f"{text}\n\n{self.outlines}" if self.outlines else text,
             summarizer=self._summarizer_name,
             message_count=len(middle),
             covered_message_count=_covered(middle),
@@ -457,6 +482,34 @@ class _Run:
             return second, second_text
         self.summary_message = first_message
         return new, text
+
+    def _file_outlines(self, middle: Sequence[Message]) -> str:
+        """The folded outlines of the files viewed in `middle` (seed 002 §2.5), or "".
+
+        A file (or slice of one) viewed more than once is folded as last seen; an outline
+        no smaller than its source is left out (as in smart truncation); together they are
+        held to `fold_max_tokens`. Folding is an extra: if it fails, the summary goes
+        without it.
+        """
+        latest: dict[tuple[str, int], SourceFile] = {}
+        for source in file_view_sources(middle, self.policy):
+            latest.pop((source.path, source.first_line), None)
+            latest[(source.path, source.first_line)] = source
+        encoding = self.policy.encoding
+        try:
+            kept = [
+                (file, folded)
+                for file in latest.values()
+                if file.source.strip()
+                for folded in [fold([file], policy=self.policy)]
+                if folded.tokens < count_text_tokens(file.source, encoding)
+            ]
+            if sum(folded.tokens for _, folded in kept) <= self.policy.fold_max_tokens:
+                return "\n".join(folded.text for _, folded in kept)
+            return fold([file for file, _ in kept], policy=self.policy).text
+        except Exception:
+            logger.exception("folding the middle's file views failed", extra=self._log_fields())
+            return ""
 
     # --- offload and fallbacks -----------------------------------------------------------
 

@@ -3,8 +3,15 @@
 Head: the leading system messages. Tail: the newest messages, scanned from the end until
 their tokens reach the tail budget (the message that crosses it is kept whole), at least
 `keep_recent_messages` of them, and, when selective pruning is in the chain, the newest
-`dialogue_rounds_keep_min` user rounds (seed 004 §3). The tail never starts on a
-tool_result, so a tool_use is never separated from its result. Middle: what lies between.
+`dialogue_rounds_keep_min` user rounds (seed 004 §3). A `tail_retention_ratio` of 0 means
+no token budget: the tail is exactly `keep_recent_messages` (seed 001 REQ-3.3). The tail
+never starts on a tool_result, so a tool_use is never separated from its result (this may
+move the start earlier). Middle: what lies between.
+
+Round protection never makes compaction impossible: a round is pulled into the tail only
+while head + summary + tail stay under the trigger threshold, and never when that would
+leave the middle empty. So a session of one prompt and many tool calls (one round) keeps
+its token-budget tail, and its prompt and older tool traffic are the middle.
 """
 
 from __future__ import annotations
@@ -82,11 +89,14 @@ def split_points(
     if len(counts) != len(messages):
         raise ValueError("token_counts must hold one count per message")
     head_end = leading_system_count(messages)
-    start = _budget_start(counts, head_end, policy.tail_retention_tokens)
+    start = len(messages)
+    if policy.tail_retention_ratio > 0:
+        start = _budget_start(counts, head_end, policy.tail_retention_tokens)
     start = max(head_end, min(start, len(messages) - policy.keep_recent_messages))
+    start = _safe_start(messages, head_end, start)
     if "selective" in policy.steps and policy.dialogue_rounds_keep_min > 0:
         start = _protect_rounds(messages, counts, head_end, start, policy)
-    return head_end, _safe_start(messages, head_end, start)
+    return head_end, start
 
 
 def _budget_start(counts: Sequence[int], head_end: int, budget: int) -> int:
@@ -108,26 +118,24 @@ def _protect_rounds(
     start: int,
     policy: Policy,
 ) -> int:
-    """Move the tail start back to cover the newest user rounds (seed 004 §3).
+    """Move the (safe) tail start back to cover the newest user rounds (seed 004 §3).
 
-    Protection never makes compaction pointless: a round is only pulled into the tail while
-    head + summary + tail stay under the trigger threshold, so a history whose newest rounds
-    alone are over the threshold still gets its older rounds compacted.
+    Newest round first, a round is pulled in while head + summary + tail stay under the
+    trigger threshold and some message is left in the middle (see the module doc).
     """
     rounds = [index for index in round_starts(messages) if index >= head_end]
     protected = [index for index in rounds[-policy.dialogue_rounds_keep_min :] if index < start]
-    if not protected:
-        return start
     fixed = sum(counts[:head_end]) + policy.summary_max_tokens
     tail_tokens = sum(counts[start:])
     chosen = start
-    cursor = start
     for round_start in reversed(protected):
-        tail_tokens += sum(counts[round_start:cursor])
-        cursor = round_start
+        candidate = _safe_start(messages, head_end, round_start)
+        if candidate <= head_end:
+            break  # the middle would be empty: nothing left to compact
+        tail_tokens += sum(counts[candidate:chosen])
         if policy.scaled(fixed + tail_tokens) >= policy.threshold:
             break
-        chosen = round_start
+        chosen = candidate
     return chosen
 
 

@@ -43,7 +43,8 @@ class Policy:
     hard_limit: int | None = None  # None: the context limit itself
     safety_factor: float = 1.0
     enabled: bool = True
-    # Partition (seed 000 F-003, 001 REQ-3.3).
+    # Partition (seed 000 F-003, 001 REQ-3.3). A tail_retention_ratio of 0 means no token
+    # budget: the tail is exactly keep_recent_messages (moved earlier only for tool pairs).
     tail_retention_ratio: float = 0.2
     keep_recent_messages: int = 10
     # Summary (seed 000 F-004/F-007, 001 REQ-3.2).
@@ -78,7 +79,8 @@ class Policy:
 
     def __post_init__(self) -> None:
         _check_ratio("trigger_ratio", self.trigger_ratio)
-        _check_ratio("tail_retention_ratio", self.tail_retention_ratio)
+        # 0: no token budget, the tail is exactly keep_recent_messages (seed 001 REQ-3.3).
+        _check_ratio("tail_retention_ratio", self.tail_retention_ratio, allow_zero=True)
         _check_ratio("min_recall", self.min_recall, allow_zero=True)
         _check_ratio("middle_start", self.middle_start, allow_zero=True)
         _check_ratio("middle_end", self.middle_end)
@@ -188,6 +190,8 @@ PRESETS: Final[dict[str, dict[str, Any]]] = {
     },
     "auto-compression": {
         "trigger_ratio": 0.80,
+        # REQ-3.3: system prompt + summary + the newest 10 messages, by count alone.
+        "tail_retention_ratio": 0.0,
         "keep_recent_messages": 10,
         "summary_max_tokens": 1000,
         "steps": ("summary", "hard_truncate"),

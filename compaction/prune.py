@@ -75,12 +75,14 @@ def prune_tool_blocks(messages: Sequence[Message], policy: Policy | None = None)
     result: list[Message] = []
     removed: list[Message] = []
     changed: list[Message] = []
+    sources: list[int] = []
     for index, message in enumerate(messages):
         new = replacements.get(index, message)
         if new is None:
             removed.append(message)
         else:
             result.append(new)
+            sources.append(index)
             if new is not message:
                 changed.append(message)
     return PruneResult(
@@ -91,6 +93,7 @@ def prune_tool_blocks(messages: Sequence[Message], policy: Policy | None = None)
         tool_results_truncated=pruner.results_cut,
         dropped_messages=removed,
         changed_messages=changed,
+        source_indexes=sources,
     )
 
 

@@ -162,3 +162,5 @@ class PruneResult:
     dropped_messages: list[Message] = field(default_factory=list)
     #: Input messages kept in a changed form (blocks dropped or cut), as they were.
     changed_messages: list[Message] = field(default_factory=list)
+    #: For each output message, the index of the input message it stands for.
+    source_indexes: list[int] = field(default_factory=list)

@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "ninja",
     "django_htmx",
     "template_partials",
     # sessions_app before django_tasks_db: its db_worker command (with the job reaper) wins.

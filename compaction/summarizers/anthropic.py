@@ -1,7 +1,8 @@
 """`AnthropicSummarizer`: summaries from a Messages API model through the official SDK.
 
-The SDK's own retries are off (`max_retries=0`): `compact_messages` retries with its own
-backoff and counts attempts, so a retry is never hidden inside one attempt. No tools are
+The SDK's own retries are off (`max_retries=0`, also on a client passed in, through
+`client.with_options`): `compact_messages` retries with its own backoff and counts
+attempts, so a retry is never hidden inside one attempt. No tools are
 offered. Every outcome that is not usable text becomes a SummaryError with a stable reason.
 """
 
@@ -34,7 +35,8 @@ class AnthropicSummarizer:
 
     `api_key` and `base_url` default to ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL.
     `max_tokens`, when given, replaces the request's cap (the policy's summary_max_tokens,
-    1000 by default). `client` lets a caller pass a ready `anthropic.Anthropic`.
+    1000 by default). `client` lets a caller pass a ready `anthropic.Anthropic`; a copy of
+    it with the SDK's retries off is used.
     """
 
     name: Final = "anthropic"
@@ -55,12 +57,15 @@ class AnthropicSummarizer:
         self.max_tokens = max_tokens
         self.timeout = timeout
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
-        self._client = client or anthropic.Anthropic(
-            api_key=api_key or os.environ.get("ANTHROPIC_API_KEY") or None,
-            base_url=self.base_url,
-            timeout=timeout,
-            max_retries=0,
-        )
+        if client is not None:
+            self._client = client.with_options(max_retries=0)
+        else:
+            self._client = anthropic.Anthropic(
+                api_key=api_key or os.environ.get("ANTHROPIC_API_KEY") or None,
+                base_url=self.base_url,
+                timeout=timeout,
+                max_retries=0,
+            )
 
     def summarize(self, request: SummaryRequest) -> str:
         """One Messages API call; the summary text, or SummaryError with a reason."""

@@ -9,7 +9,7 @@ from ninja import Router
 from ninja.params.functions import Body as body_param
 
 from ..services.auto import prepare_context
-from ..services.context import Format, check, context_json
+from ..services.context import Format, check, context_body
 from ..services.offloading import offload_session
 from ..services.policies import profile_for
 from .common import errors, owned_session
@@ -19,14 +19,14 @@ router = Router(tags=["context"])
 
 #: Optional JSON bodies: absent is the same as `{}`. (A `null` body is refused like any
 #: other body that is not an object, so the schema does not offer it.)
-_NO_CHECK_OPTIONS: Any = body_param(CheckIn())
-_NO_OFFLOAD_OPTIONS: Any = body_param(OffloadIn())
+_NO_CHECK_OPTIONS: Any = body_param(CheckIn(profile=None))
+_NO_OFFLOAD_OPTIONS: Any = body_param(OffloadIn(min_chars=None))
 
 
 @router.get("/{session_id}/context", response={200: ContextOut, **errors(422)})
 def context(request: HttpRequest, session_id: str, format: Format = "anthropic") -> HttpResponse:
     """The runtime context as Anthropic `{system, messages}` (or an OpenAI chat array)."""
-    body = context_json(owned_session(request, session_id), format)
+    body = context_body(owned_session(request, session_id), format)
     return HttpResponse(body, content_type="application/json")
 
 

@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
-from django.core.serializers.json import DjangoJSONEncoder
-from django.db.models import TextField
-from django.db.models.functions import Cast, Coalesce
-
-from compaction.messages import blocks_of
-
-from ..models import CompactionProfile, ContextEntry, Session
+from ..models import CompactionProfile, Session
+from .context_text import Format, context_text, payload_parts, system_text
 from .entries import entry_message, load_entries
-from .openai_format import openai_messages
 from .policies import policy_for
 
-__all__ = ["check", "context_json", "context_payload", "runtime_messages", "system_text"]
+__all__ = [
+    "Format",
+    "check",
+    "context_body",
+    "context_json",
+    "context_payload",
+    "runtime_messages",
+    "system_text",
+]
 
-Format = Literal["anthropic", "openai"]
+_FORMATS = ("anthropic", "openai")
 
 
 def runtime_messages(session: Session) -> list[dict[str, Any]]:
@@ -36,73 +37,48 @@ def context_payload(
     openai: one chat array in `messages` (system first, tool_calls, `role: "tool"` results);
     `system` is repeated beside it for convenience.
     """
-    if fmt not in ("anthropic", "openai"):
-        raise ValueError(f"unknown format {fmt!r}; known: anthropic, openai")
-    entries = load_entries(session)
-    tokens = sum(entry.token_count for entry in entries)
-    messages = [entry_message(entry) for entry in entries]
-    head = 0
-    while head < len(messages) and messages[head].get("role") == "system":
-        head += 1
-    system = system_text(messages[:head])
-    body = [{"role": m["role"], "content": m["content"]} for m in messages[head:]]
+    _check_format(fmt)
+    system, messages, tokens = payload_parts(load_entries(session), fmt)
     limit = policy_for(session, profile).context_limit
-    out_messages = openai_messages(system, body) if fmt == "openai" else body
     return {
         "system": system,
-        "messages": out_messages,
+        "messages": messages,
         "tokens": tokens,
         "limit": limit,
         "usage": round(tokens / limit, 6) if limit else None,
     }
 
 
+def context_body(
+    session: Session, fmt: Format = "anthropic", *, profile: CompactionProfile | None = None
+) -> bytes:
+    """`context_payload` as UTF-8 JSON, assembled once per session state and then cached.
+
+    The Anthropic form is spliced from each entry's stored JSON text (no decode and
+    re-encode); see `context_text` for the cache. Only `limit` and `usage`, which depend on
+    the profile, are computed per call. The API's `GET .../context` returns these bytes.
+    """
+    _check_format(fmt)
+    text = context_text(session, fmt)
+    limit = policy_for(session, profile).context_limit
+    usage = json.dumps(round(text.tokens / limit, 6) if limit else None)
+    if fmt == "openai":  # json.dumps' default separators, as the cached part has them
+        tail = f', "tokens": {text.tokens}, "limit": {json.dumps(limit)}, "usage": {usage}}}'
+    else:
+        tail = f'],"tokens":{text.tokens},"limit":{limit},"usage":{usage}}}'
+    return text.body + tail.encode()
+
+
 def context_json(
     session: Session, fmt: Format = "anthropic", *, profile: CompactionProfile | None = None
 ) -> str:
-    """`context_payload` as JSON text; the Anthropic form is spliced from the stored JSON.
-
-    Each entry's content is read from the database as JSON text and copied into the output
-    without being decoded and encoded again, so a large context costs one query and string
-    joins (the API's `GET .../context` uses this).
-    """
-    if fmt != "anthropic":
-        return json.dumps(context_payload(session, fmt, profile=profile), cls=DjangoJSONEncoder)
-    raw = Cast(Coalesce("content", "message__content"), output_field=TextField())
-    rows = list(
-        ContextEntry.objects.filter(session=session)
-        .order_by("position")
-        .values_list("role", "token_count", raw)
-    )
-    head = 0
-    while head < len(rows) and rows[head][0] == "system":
-        head += 1
-    system = system_text([{"role": "system", "content": json.loads(r[2])} for r in rows[:head]])
-    tokens = sum(row[1] for row in rows)
-    limit = policy_for(session, profile).context_limit
-    roles = {role: json.dumps(role) for role in {row[0] for row in rows}}
-    messages = ",".join(
-        f'{{"role":{roles[role]},"content":{content}}}' for role, _, content in rows[head:]
-    )
-    usage = round(tokens / limit, 6) if limit else None
-    return (
-        f'{{"system":{json.dumps(system)},"messages":[{messages}],'
-        f'"tokens":{tokens},"limit":{limit},"usage":{json.dumps(usage)}}}'
-    )
+    """`context_body` as text."""
+    return context_body(session, fmt, profile=profile).decode()
 
 
-def system_text(messages: Sequence[Mapping[str, Any]]) -> str | None:
-    """Leading system messages joined into one prompt (None when there are none)."""
-    if not messages:
-        return None
-    parts: list[str] = []
-    for message in messages:
-        parts.extend(
-            str(block.get("text", ""))
-            for block in blocks_of(message)
-            if block.get("type") == "text"
-        )
-    return "\n\n".join(parts)
+def _check_format(fmt: str) -> None:
+    if fmt not in _FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; known: anthropic, openai")
 
 
 def check(session: Session, profile: CompactionProfile | None = None) -> dict[str, Any]:

@@ -4,6 +4,11 @@ A job is queued as a django-tasks task (`sessions_app.tasks.run_compaction_job`,
 `manage.py db_worker`). While it runs, a heartbeat thread stamps `heartbeat_at`; a worker
 killed mid-job stops stamping, and `reap_stale_jobs` (run by the worker on start and
 periodically) fails the job and its task result, then queues it once more.
+
+A job whose failure left the session exactly as it was (the archive could not be written,
+the database failed at commit, or a concurrent compaction of the same entries won) is
+queued once more too, within the same MAX_ATTEMPTS. Summarizer failures are not: the
+summarizer already retried them within the run.
 """
 
 from __future__ import annotations
@@ -28,19 +33,25 @@ from .errors import Conflict
 
 __all__ = [
     "MAX_ATTEMPTS",
+    "RETRIED_FAILURES",
     "Heartbeat",
     "active_job",
     "enqueue_compaction",
     "heartbeat_seconds",
     "reap_stale_jobs",
+    "retry_seconds",
     "run_job",
     "stale_seconds",
 ]
 
 logger = logging.getLogger("sessions_app")
 
-#: A job is run at most this many times: the first run and one re-run after a lost worker.
+#: A job is run at most this many times: the first run and one re-run after a lost worker
+#: or a failure that left the session unchanged (RETRIED_FAILURES).
 MAX_ATTEMPTS: Final = 2
+#: Failure reasons after which the session is exactly as before, so a re-run is safe:
+#: the archive write failed, the database failed at commit, a concurrent compaction won.
+RETRIED_FAILURES: Final = ("archive_error", "database_error", "conflict")
 _ACTIVE = (CompactionJob.Status.QUEUED, CompactionJob.Status.RUNNING)
 _PARAMS = ("trigger", "profile", "instructions", "summary")
 
@@ -53,6 +64,11 @@ def heartbeat_seconds() -> float:
 def stale_seconds() -> float:
     """A running job without a heartbeat for this long is lost (CTXWEB_JOB_STALE_SECONDS, 60)."""
     return float(getattr(settings, "CTXWEB_JOB_STALE_SECONDS", 60.0))
+
+
+def retry_seconds() -> float:
+    """How long a re-queued job waits before it runs again (CTXWEB_JOB_RETRY_SECONDS, 5)."""
+    return float(getattr(settings, "CTXWEB_JOB_RETRY_SECONDS", 5.0))
 
 
 def enqueue_compaction(session: Session, *, params: Mapping[str, Any]) -> CompactionJob:
@@ -108,23 +124,90 @@ def run_job(job_id: str) -> dict[str, Any]:
                 summary=params.get("summary"),
                 on_event=recorder,
             )
+            compaction = outcome.compaction
+            reason = (compaction.failure_reason if compaction else None) or outcome.reason
+            error = f"compaction failed: {reason}" if outcome.failed else ""
+            if outcome.failed and reason in RETRIED_FAILURES:
+                retried = _requeue(job, recorder, reason or "", error, compaction=compaction)
+                if retried is not None:
+                    return retried
+                error = _final(error, job)
             if params.get("trigger") == "auto":
                 note_outcome(job.session, outcome, profile)
-        except Conflict as error:
-            return _finish(job, recorder, failed=True, error=f"conflict: {error}")
-        except Exception as error:
+        except Conflict as conflict:
+            error = f"conflict: {conflict}"
+            retried = _requeue(job, recorder, "conflict", error)
+            if retried is not None:
+                return retried
+            return _finish(job, recorder, failed=True, error=_final(error, job))
+        except Exception as failure:
             logger.exception("compaction job failed", extra={"job": job_id})
-            detail = "".join(traceback.format_exception_only(type(error), error)).strip()
+            detail = "".join(traceback.format_exception_only(type(failure), failure)).strip()
             return _finish(job, recorder, failed=True, error=detail)
-    compaction = outcome.compaction
     if outcome.failed:
-        reason = compaction.failure_reason if compaction else outcome.reason
-        return _finish(
-            job, recorder, failed=True, error=f"compaction failed: {reason}", compaction=compaction
-        )
+        return _finish(job, recorder, failed=True, error=error, compaction=compaction)
     return _finish(
         job, recorder, failed=False, error="", compaction=compaction, reason=outcome.reason
     )
+
+
+def _final(error: str, job: CompactionJob) -> str:
+    """The error of a retryable failure that used up the attempts."""
+    return f"{error} (attempt {job.attempts} of {MAX_ATTEMPTS}; not retried again)"
+
+
+def _requeue(
+    job: CompactionJob,
+    recorder: _EventRecorder,
+    reason: str,
+    error: str,
+    *,
+    compaction: Any = None,
+) -> dict[str, Any] | None:
+    """Queue the job once more after a failure that left the session unchanged.
+
+    Returns the task's result, or None when the attempts are used up (or the job is no
+    longer this run's: the reaper took it meanwhile) and the job must be finished instead.
+    """
+    if job.attempts >= MAX_ATTEMPTS:
+        return None
+    with transaction.atomic():
+        locked = CompactionJob.objects.select_for_update().filter(pk=job.pk).first()
+        if locked is None or locked.status != CompactionJob.Status.RUNNING:
+            return None
+        note = {
+            "phase": "retry",
+            "reason": reason,
+            "attempt": job.attempts,
+            "detail": {"error": error},
+            "compaction": compaction.number if compaction is not None else None,
+            "at": timezone.now().isoformat(),
+        }
+        locked.status = CompactionJob.Status.QUEUED
+        locked.phase = "requeued"
+        locked.error = (
+            f"{error}; the session is unchanged, so attempt {job.attempts + 1} of "
+            f"{MAX_ATTEMPTS} was queued"
+        )
+        locked.events = [*recorder.events, note]
+        locked.task_id = str(_retry_task().enqueue(str(job.pk)).id)
+        locked.save(update_fields=["status", "phase", "error", "events", "task_id"])
+    logger.warning(
+        "compaction job re-queued: %s",
+        locked.error,
+        extra={"job": str(job.pk), "session_id": str(job.session_id), "reason": reason},
+    )
+    return {"job": str(job.pk), "status": locked.status, "retry": reason, "error": error}
+
+
+def _retry_task() -> Any:
+    """The task to queue for a re-run: deferred by retry_seconds() when the backend can."""
+    from ..tasks import run_compaction_job
+
+    delay = retry_seconds()
+    if delay > 0 and run_compaction_job.get_backend().supports_defer:
+        return run_compaction_job.using(run_after=timezone.now() + timedelta(seconds=delay))
+    return run_compaction_job
 
 
 def _finish(

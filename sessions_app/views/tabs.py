@@ -79,7 +79,7 @@ def context_download(request: HttpRequest, session_id: uuid.UUID) -> HttpRespons
     session = owned_session(request, session_id)
     fmt = _format(request)
     response = HttpResponse(
-        context_service.context_json(session, fmt), content_type="application/json"
+        context_service.context_body(session, fmt), content_type="application/json"
     )
     response.headers["Content-Disposition"] = (
         f'attachment; filename="context-{session.pk}-{fmt}.json"'

@@ -143,11 +143,26 @@
   });
 
   // After an action changed the session, reload the open tab in place.
+  //
+  // Everything that fills #tab-panel is ordered by the tablist's hx-sync="this:replace": the
+  // last request asked for wins and older ones are aborted, so a slow answer for a tab the
+  // user already left can never replace the tab they chose. A panel load still in flight is
+  // asked again (its answer may predate the change; asking again keeps its ?tab= push).
+  // Otherwise the reload comes from the tablist, which has no hx-push-url (no new history
+  // entry), with the page's query so options such as the context format stay as they are.
   document.body.addEventListener("session-changed", function () {
+    if (!window.htmx) { return; }
+    var pending = document.querySelector("[hx-target='#tab-panel'].htmx-request");
+    if (pending) {
+      window.htmx.trigger(pending, "click");
+      return;
+    }
     var tab = document.querySelector("[role=tab][aria-selected=true]");
+    var list = tab ? tab.closest("[role=tablist]") : null;
     var panel = document.getElementById("tab-panel");
-    if (tab && panel && window.htmx) {
-      window.htmx.ajax("GET", tab.getAttribute("hx-get"), { target: panel, swap: "innerHTML" });
+    if (tab && list && panel) {
+      window.htmx.ajax("GET", tab.getAttribute("hx-get") + window.location.search,
+        { source: list, target: panel, swap: "innerHTML" });
     }
   });
 })();

@@ -1,7 +1,9 @@
 """Real-browser fixtures: Debian's chromium, driven by Playwright, against live_server.
 
-Skipped cleanly when /usr/bin/chromium is absent (never `playwright install`). Screenshots of
-every test go to test-artifacts/ (gitignored).
+Skipped cleanly when /usr/bin/chromium is absent or cannot start (never `playwright
+install`), except under CI (`CI` set), where `make test` installs it: there a missing or
+broken browser fails the run rather than silently dropping the browser coverage.
+Screenshots of every test go to test-artifacts/ (gitignored).
 """
 
 from __future__ import annotations
@@ -31,6 +33,13 @@ ASYNC_UNSAFE = "DJANGO_ALLOW_ASYNC_UNSAFE"
 SCRIPTED_SUMMARY = "Browser summary: the CLI now uses the new parser; tests pass."
 
 
+def _unavailable(reason: str) -> None:
+    """Skip locally; fail under CI, where the browser tests must run."""
+    if os.environ.get("CI"):
+        pytest.fail(f"browser tests cannot run under CI: {reason}")
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """One headless chromium per test module.
@@ -40,7 +49,7 @@ def browser() -> Iterator[Any]:
     plain synchronous ones, so DJANGO_ALLOW_ASYNC_UNSAFE is set, for this module only.
     """
     if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is not installed (make chromium installs it)")
+        _unavailable(f"{CHROMIUM} is not installed (make chromium installs it)")
     from playwright.sync_api import sync_playwright
 
     previous = os.environ.get(ASYNC_UNSAFE)
@@ -51,8 +60,9 @@ def browser() -> Iterator[Any]:
             instance = playwright.chromium.launch(
                 executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS
             )
-        except Exception as error:  # a broken install is a skip, not an app failure
-            pytest.skip(f"chromium could not start: {error}")
+        except Exception as error:  # a broken install is not an app failure
+            _unavailable(f"chromium could not start: {error}")
+            raise
         yield instance
         instance.close()
     finally:
@@ -134,6 +144,20 @@ class ScriptedFactory:
 @pytest.fixture
 def scripted_summaries(settings: Any) -> None:
     settings.CTXWEB_SUMMARIZER_CLASS = "tests.browser.conftest.ScriptedFactory"
+
+
+#: True while htmx has a request in flight or content still settling (after settling, the
+#: page's own afterSettle handler may start more requests in the same task).
+HTMX_BUSY = "document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling') !== null"
+
+
+def wait_for_htmx_idle(page: Any) -> None:
+    """Wait until htmx has no request in flight and nothing swapping or settling.
+
+    Not `wait_for_load_state("networkidle")`: that can return before Playwright has even seen
+    a request the page just started, and it says nothing about swaps still settling.
+    """
+    page.wait_for_function(f"() => !({HTMX_BUSY})")
 
 
 def login(page: Any, base_url: str, username: str = "carol", password: str = PASSWORD) -> None:

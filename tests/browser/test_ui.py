@@ -3,11 +3,13 @@ revert, keyboard use, and hostile content that stays inert."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 
-from .conftest import ARTIFACTS, SCRIPTED_SUMMARY, Watch, login
+from .conftest import ARTIFACTS, SCRIPTED_SUMMARY, Watch, login, wait_for_htmx_idle
 
 pytestmark = [
     pytest.mark.browser,
@@ -20,6 +22,15 @@ def marker_button(number: int, which: str) -> str:
     """The Summary or Originals expander of marker `number` (not of markers nested in it)."""
     attribute = "[data-originals]" if which == "originals" else ":not([data-originals])"
     return f"#compaction-{number} > .marker-row button.expander{attribute}"
+
+
+#: The element each tab's content starts with.
+TAB_CONTENT = {
+    "history": "#history",
+    "compare": "#compare",
+    "context": "#runtime-context",
+    "log": "#compaction-log",
+}
 
 
 def open_session(page: Any, live_server: Any, session: Any) -> None:
@@ -77,7 +88,7 @@ def test_expand_all_unfolds_every_level_and_collapse_all_folds_them(
     inner = browser_session.inner.number
     page.locator(f"#c{inner}-originals article[data-seq='1']").wait_for()
     page.locator(f"#c{inner}-summary .summary-text").wait_for()
-    page.wait_for_load_state("networkidle")
+    wait_for_htmx_idle(page)  # every region loaded, and every expander inside it opened
     closed = page.locator(
         "#history button.expander[aria-expanded='false']:not([data-no-expand-all])"
     )
@@ -161,6 +172,7 @@ def test_hostile_content_stays_inert(
     page.locator(f"#c{inner}-originals article[data-seq='1']").wait_for()
     page.locator(f"#c{outer}-originals article[data-seq='13']").wait_for()
     page.locator(f"#c{outer}-summary .summary-text").wait_for()
+    wait_for_htmx_idle(page)  # everything "expand all" opens is on the page
     # The hostile text is on screen, as text.
     hostile_message = page.locator(f"#c{outer}-originals article[data-seq='13']")
     assert "<script>window.__pwned = 1" in hostile_message.inner_text()
@@ -170,16 +182,102 @@ def test_hostile_content_stays_inert(
     for tab in ("compare", "context", "log"):
         page.click(f"#tab-{tab}")
         page.wait_for_selector(f"#tab-{tab}[aria-selected='true']")
-        page.wait_for_load_state("networkidle")
+        page.wait_for_selector(f"#tab-panel > {TAB_CONTENT[tab]}")
+        assert f"tab={tab}" in page.url
     page.click("#tab-compare")
-    page.wait_for_selector("#compare")
+    page.wait_for_selector("#tab-panel > #compare")
+    wait_for_htmx_idle(page)
     page.wait_for_timeout(300)
+    assert page.locator("#compare").is_visible()
+    assert "tab=compare" in page.url
     assert page.evaluate("window.__pwned") is None
     assert page.locator("img").count() == 0
     assert page.locator("#tab-panel script, #history script").count() == 0
     assert watch.dialogs == []
     assert not [url for url in watch.requests if "hx-attack" in url]
     assert watch.errors == []
+
+
+def test_a_late_answer_for_a_tab_left_behind_never_replaces_the_chosen_tab(
+    page: Any, live_server: Any, browser_session: Any
+) -> None:
+    """Two tab loads in flight: the one asked for last fills the panel and the URL, whatever
+    order the answers come back in (here the first one is held back until the second shows)."""
+    open_session(page, live_server, browser_session)
+    page.evaluate(
+        """() => {
+          window.__panelLoads = [];
+          document.body.addEventListener("htmx:afterRequest", (event) => {
+            window.__panelLoads.push(event.detail.pathInfo.requestPath);
+          });
+        }"""
+    )
+    held: list[Any] = []
+
+    def hold(route: Any) -> None:
+        held.append(route)
+
+    page.route("**/tabs/log/", hold)
+    page.click("#tab-log")
+    page.click("#tab-compare")
+    page.wait_for_selector("#tab-panel > #compare")
+    for _ in range(200):
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert len(held) == 1
+    page.unroute("**/tabs/log/")
+    with contextlib.suppress(PlaywrightError):  # the page may have aborted it already
+        held[0].continue_()
+    page.wait_for_function("() => window.__panelLoads.some((p) => p.endsWith('/tabs/log/'))")
+    wait_for_htmx_idle(page)
+    assert page.locator("#tab-panel > #compare").is_visible()
+    assert page.locator("#compaction-log").count() == 0
+    assert page.locator("#tab-compare").get_attribute("aria-selected") == "true"
+    assert page.url.endswith("?tab=compare")
+
+
+def test_reload_after_a_change_keeps_the_open_tab_its_options_and_its_url(
+    page: Any, live_server: Any, browser_session: Any, watch: Watch
+) -> None:
+    open_session(page, live_server, browser_session)
+    page.click("#tab-context")
+    page.click("#runtime-context button:has-text('OpenAI')")
+    page.wait_for_selector("#runtime-context button[aria-pressed='true']:has-text('OpenAI')")
+    history_length = page.evaluate("history.length")
+    page.evaluate("htmx.trigger(document.body, 'session-changed')")
+    page.wait_for_function(
+        "() => performance.getEntriesByType('resource')"
+        ".filter((e) => e.name.includes('/tabs/context/')).length === 3"
+    )
+    wait_for_htmx_idle(page)
+    assert page.locator("#runtime-context button[aria-pressed='true']").inner_text() == "OpenAI"
+    assert '"role": "system"' in page.inner_text("#context-json")  # the OpenAI shape
+    assert page.url.endswith("?tab=context&format=openai")
+    assert page.evaluate("history.length") == history_length  # a reload is no new entry
+    # A tab load still in flight when the session changes is asked again, URL push included.
+    held: list[Any] = []
+
+    def hold_first(route: Any) -> None:
+        if held:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route("**/tabs/compare/", hold_first)
+    page.click("#tab-compare")
+    for _ in range(200):
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert len(held) == 1
+    page.evaluate("htmx.trigger(document.body, 'session-changed')")
+    page.wait_for_selector("#tab-panel > #compare")
+    with contextlib.suppress(PlaywrightError):  # the page has aborted it
+        held[0].continue_()
+    wait_for_htmx_idle(page)
+    assert page.url.endswith("?tab=compare")
+    assert len([url for url in watch.requests if "/tabs/compare/" in url]) == 2
 
 
 def test_screenshot_for_the_readme(page: Any, live_server: Any, browser_session: Any) -> None:

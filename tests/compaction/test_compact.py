@@ -150,7 +150,9 @@ def test_output_is_head_summary_tail():
     assert result.messages[0] is messages[0]
     summary = result.messages[1]
     assert summary["role"] == "user"
-    assert summary["content"] == f"{SUMMARY_PREFIX}\n{SUMMARY}"
+    # The summary text, then the outline of the file the middle viewed (seed 002 §2.5).
+    assert summary["content"].startswith(f"{SUMMARY_PREFIX}\n{SUMMARY}\n\n<system-reminder>")
+    assert "Folded src/parser.py" in summary["content"]
     assert is_summary_message(summary)
     assert result.messages[2:] == messages[-2:]
     assert all(a is b for a, b in zip(result.messages[2:], messages[-2:], strict=True))

@@ -9,15 +9,28 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from compaction import (
     Policy,
     ScriptedSummarizer,
     SummaryError,
     compact_messages,
     count_tokens,
+    is_summary_message,
+    prune_tool_blocks,
+    should_compact,
     validate_messages,
 )
+from compaction.folding import SourceFile, fold
 from compaction.hard_truncate import hard_limit_tokens
+from compaction.messages import (
+    SUMMARY_KEY,
+    blocks_of,
+    message_text,
+    tool_result_ids,
+    tool_use_ids,
+)
 from compaction.summarizers.extractive import KEY_IDENTIFIERS
 from tests.support.histories import assistant, exchange, system, user
 
@@ -107,9 +120,41 @@ def test_selective_alone_commits_when_summary_is_not_in_the_chain():
     assert validate_messages(result.messages) == []
 
 
-def test_pruning_that_leaves_no_middle_is_rolled_back():
-    # Everything after pruning fits the tail: the summary has nothing to do (seed 004: only
-    # a successful summary commits).
+def test_the_partition_is_decided_before_pruning():
+    # Pruned, the whole context would fit the tail budget and leave the summary nothing to
+    # do; the partition of the unpruned context has a middle, which is summarized.
+    messages = tool_history()
+    policy = chain_policy(
+        steps=("selective", "summary"),
+        tail_retention_ratio=0.3,
+        tool_result_threshold=100,
+        preview_tokens=20,
+    )
+    pruned = prune_tool_blocks(messages, policy).messages
+    assert count_tokens(pruned) < policy.tail_retention_tokens < count_tokens(messages)
+    summarizer = ScriptedSummarizer(SUMMARY)
+
+    result = compact_messages(messages, policy, summarizer=summarizer)
+
+    assert result.compacted
+    assert result.summary == SUMMARY
+    assert result.partition is not None
+    middle = result.partition.middle
+    # The summary reads the originals, tool blocks that pruning dropped included.
+    assert list(summarizer.requests[0].messages) == middle == messages[1 : 1 + len(middle)]
+    assert any("toolu_0" in tool_use_ids(m) for m in middle)
+    # The tail is the pruned one: its kept tool results are cut to a preview.
+    tail = result.messages[2:]
+    assert tail == result.partition.tail
+    cut = [b for m in tail for b in blocks_of(m) if b.get("type") == "tool_result"]
+    assert cut and all("[TRUNCATED original~" in b["content"] for b in cut)
+    assert policy.scaled(count_tokens(result.messages)) < policy.threshold
+    assert validate_messages(result.messages) == []
+
+
+def test_pruning_is_rolled_back_when_nothing_is_left_to_summarize():
+    # The whole context fits the tail even before pruning: the summary has nothing to do,
+    # and the pruning does not commit alone (seed 004: only a successful summary commits).
     messages = tool_history(blocks=6, result_words=40)
     policy = chain_policy(
         steps=("selective", "summary"), tail_retention_ratio=1.0, context_limit=1000
@@ -120,6 +165,187 @@ def test_pruning_that_leaves_no_middle_is_rolled_back():
     assert not result.compacted
     assert result.reason == "nothing_to_compact"
     assert result.messages is messages
+    assert "selective_done" in phases(result)
+
+
+def one_prompt_session(tool_calls: int) -> list[dict[str, object]]:
+    """A typical agent session: one user prompt, then many tool calls (one round)."""
+    messages: list[dict[str, object]] = [system("agent"), user("Migrate the build to Bazel")]
+    for number in range(tool_calls):
+        messages += exchange(
+            f"toolu_{number}", "Bash", {"command": f"make step{number}"}, words(240, "beta")
+        )
+    messages.append(assistant("Migration done"))
+    return messages
+
+
+@pytest.mark.parametrize("preset", ["balanced", "selective"])
+def test_one_prompt_and_many_tool_calls_is_summarized(preset):
+    # Round protection must not pull the one round (everything) into the tail.
+    messages = one_prompt_session(60)
+    policy = Policy.preset(preset, context_limit=10_000)
+    assert count_tokens(messages) > 1.3 * policy.context_limit
+
+    result = compact_messages(messages, policy)
+
+    assert result.compacted
+    assert result.reason is None
+    assert result.summary is not None
+    assert [s.step for s in result.steps if s.changed] == ["selective", "summary"]
+    assert result.partition is not None
+    assert result.partition.middle[0] is messages[1]  # the prompt and older tool traffic
+    assert "Migrate the build to Bazel" in message_text(result.messages[1])
+    assert policy.scaled(count_tokens(result.messages)) < policy.threshold
+    assert validate_messages(result.messages) == []
+
+
+def rounds_session(count: int) -> list[dict[str, object]]:
+    """`count` short rounds: request, one tool call, reply."""
+    messages: list[dict[str, object]] = [system("agent")]
+    for number in range(count):
+        messages += [
+            user(f"request {number}: " + words(20)),
+            *exchange(f"toolu_{number}", "Bash", {"command": f"make step{number}"}, words(30)),
+            assistant(f"reply {number}: " + words(20, "gamma")),
+        ]
+    return messages
+
+
+def test_selective_keeps_the_newest_twelve_rounds_verbatim():
+    messages = rounds_session(20)
+    policy = Policy.preset("selective", context_limit=1800, summary_max_tokens=200)
+    assert should_compact(messages, policy)
+
+    result = compact_messages(messages, policy)
+
+    assert result.compacted
+    assert result.summary is not None
+    kept = {id(m) for m in result.messages}
+    texts = [m for m in messages[1:] if not tool_use_ids(m) and not tool_result_ids(m)]
+    newest = texts[-24:]  # the requests and replies of rounds 8 to 19
+    assert newest[0]["content"].startswith("request 8:")
+    assert all(id(m) in kept for m in newest)
+    assert not any(id(m) in kept for m in texts[:-24])  # older rounds are summarized
+    # Their tool blocks are still pruned to the newest 5 (seed 004 §2).
+    assert sum(1 for m in result.messages if tool_use_ids(m)) == 5
+    assert policy.scaled(count_tokens(result.messages)) < policy.threshold
+    assert validate_messages(result.messages) == []
+
+
+def test_auto_compression_keeps_system_summary_and_the_newest_ten_messages():
+    messages = [system("agent")]
+    for number in range(30):
+        messages += [user(f"question {number} " + words(40)), assistant(words(40, "gamma"))]
+    assert len(messages[1:]) == 60
+    policy = Policy.preset("auto-compression", context_limit=3000)
+    assert should_compact(messages, policy)
+
+    result = compact_messages(messages, policy)
+
+    assert result.compacted
+    assert result.messages[0] is messages[0]
+    assert is_summary_message(result.messages[1])
+    assert len(result.messages) == 12
+    assert all(a is b for a, b in zip(result.messages[2:], messages[-10:], strict=True))
+
+
+# --- the summary holds the folded files of the middle (seed 002 §2.5) -------------------------
+
+SOURCE = """\
+import os
+
+
+class Parser:
+    def parse(self, text):
+        return [line.split() for line in text.splitlines() if line.strip()]
+
+    def guard(self, text):
+        if not text:
+            raise ValueError("empty input")
+        return text
+
+
+def load_config(path):
+    with open(path) as handle:
+        return handle.read()
+
+
+def main():
+    print(Parser().parse(load_config(os.environ["CONFIG"])))
+"""
+
+
+def numbered(source: str) -> str:
+    """The source as the Read tool shows it: `     1→code`."""
+    return "\n".join(f"{n:6}\u2192{line}" for n, line in enumerate(source.splitlines(), 1))
+
+
+def test_the_summary_message_holds_the_outline_of_a_file_read_in_the_middle():
+    messages = [
+        system("agent"),
+        user("Fix the parser in src/parser.py"),
+        *exchange("toolu_1", "Read", {"file_path": "src/parser.py"}, numbered(SOURCE * 3)),
+        assistant("The guard is missing " + words(200)),
+        user("Thanks " + words(200)),
+    ]
+    policy = chain_policy(steps=("summary",), keep_recent_messages=1)
+
+    result = compact_messages(
+        messages, policy, summarizer=ScriptedSummarizer(SUMMARY), force=True
+    )
+
+    assert result.compacted
+    summary = message_text(result.messages[1])
+    assert f"{SUMMARY}\n\n<system-reminder>\nFolded src/parser.py" in summary
+    outline = summary[summary.index("<system-reminder>") :]
+    assert outline.rstrip().endswith("</system-reminder>")
+    assert "class Parser" in outline
+    assert "load_config" in outline and "main" in outline
+    assert "handle.read()" not in outline  # names only, no bodies
+    assert result.summary == SUMMARY  # the summarizer's own text
+    assert result.messages[1][SUMMARY_KEY]["message_count"] == 4
+    [report] = [s for s in result.steps if s.step == "summary"]
+    assert report.detail["folded_files"] == 1
+
+
+def test_the_outlines_are_held_to_the_fold_budget():
+    messages = [system("agent"), user("Read every module")]
+    files = []
+    for number in range(6):
+        source = SOURCE.replace("Parser", f"Parser{number}").replace("main", f"main{number}")
+        files.append(SourceFile(f"src/m{number}.py", source * 2))
+        messages += exchange(
+            f"toolu_{number}", "Read", {"file_path": f"src/m{number}.py"}, numbered(source * 2)
+        )
+    messages += [assistant("Read them all " + words(300)), user("Go on " + words(300))]
+    policy = chain_policy(steps=("summary",), keep_recent_messages=1, fold_max_tokens=200)
+    budgeted = fold(files, policy=policy)
+    assert budgeted.dropped_lines > 0  # the six outlines are over the budget together
+
+    result = compact_messages(
+        messages, policy, summarizer=ScriptedSummarizer(SUMMARY), force=True
+    )
+
+    assert result.compacted
+    assert message_text(result.messages[1]).endswith(f"{SUMMARY}\n\n{budgeted.text}")
+
+
+def test_a_file_whose_outline_is_not_smaller_is_left_out():
+    messages = [
+        system("agent"),
+        user("Check the version"),
+        *exchange("toolu_1", "Read", {"file_path": "src/version.py"}, 'VERSION = "1.2"'),
+        assistant("It is 1.2 " + words(200)),
+        user("Thanks " + words(200)),
+    ]
+    policy = chain_policy(steps=("summary",), keep_recent_messages=1)
+
+    result = compact_messages(
+        messages, policy, summarizer=ScriptedSummarizer(SUMMARY), force=True
+    )
+
+    assert result.compacted
+    assert message_text(result.messages[1]).endswith(SUMMARY)
 
 
 # --- fallbacks ------------------------------------------------------------------------------
@@ -287,9 +513,10 @@ def test_low_recall_asks_again_with_the_missing_identifiers():
         lambda request: "Key identifiers:\n" + "\n".join(request.required_identifiers),
     )
 
-    result = compact_messages(
-        messages, chain_policy(steps=("summary",), min_recall=0.8), summarizer=summarizer
-    )
+    # No file views: their folded outlines would carry the paths into the summary message.
+    policy = chain_policy(steps=("summary",), min_recall=0.8, file_view_tools=())
+
+    result = compact_messages(messages, policy, summarizer=summarizer)
 
     assert len(summarizer.requests) == 2
     second = summarizer.requests[1]
@@ -303,9 +530,9 @@ def test_low_recall_asks_again_with_the_missing_identifiers():
 def test_a_worse_second_answer_is_not_kept():
     summarizer = ScriptedSummarizer("Goals and key decisions:\n- src/m0.py", "nothing useful")
 
-    result = compact_messages(
-        tool_history(), chain_policy(steps=("summary",), min_recall=1.0), summarizer=summarizer
-    )
+    policy = chain_policy(steps=("summary",), min_recall=1.0, file_view_tools=())
+
+    result = compact_messages(tool_history(), policy, summarizer=summarizer)
 
     assert len(summarizer.requests) == 2
     assert result.summary == "Goals and key decisions:\n- src/m0.py"
@@ -314,9 +541,9 @@ def test_a_worse_second_answer_is_not_kept():
 def test_a_failed_second_answer_keeps_the_first():
     summarizer = ScriptedSummarizer("Goals and key decisions:\n- vague", SummaryError("timeout"))
 
-    result = compact_messages(
-        tool_history(), chain_policy(steps=("summary",), min_recall=1.0), summarizer=summarizer
-    )
+    policy = chain_policy(steps=("summary",), min_recall=1.0, file_view_tools=())
+
+    result = compact_messages(tool_history(), policy, summarizer=summarizer)
 
     assert result.compacted
     assert result.summary == "Goals and key decisions:\n- vague"

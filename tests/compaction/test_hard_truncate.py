@@ -5,8 +5,17 @@ from __future__ import annotations
 import copy
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from compaction import InvalidMessagesError, Policy, count_tokens, hard_truncate, validate_messages
+from compaction import (
+    InvalidMessagesError,
+    Policy,
+    PolicyError,
+    count_tokens,
+    hard_truncate,
+    validate_messages,
+)
 from compaction.hard_truncate import hard_limit_tokens, truncation_notice
 from tests.support.histories import assistant, exchange, system, tool_call, tool_results, user
 
@@ -201,3 +210,135 @@ def test_never_mutates_and_always_valid():
 def test_invalid_input_raises():
     with pytest.raises(InvalidMessagesError):
         hard_truncate([tool_results(("t1", "orphan"))])
+
+
+# --- regressions: the limit holds even where a marker costs as much as it saves ----------
+
+FAILS = "config migration fails README.md value return database TypeError import TODO tests"
+
+
+def two_failed_reads() -> list[dict[str, object]]:
+    """Hypothesis' falsifying example: 62 tokens of small contents, none worth a notice."""
+    call = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "return https://example.com/docs"},
+            {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"path": "src/app.py"}},
+            {"type": "tool_use", "id": "toolu_2", "name": "Read", "input": {"path": "src/app.py"}},
+        ],
+    }
+    results = {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": tool_id,
+                "content": [{"type": "text", "text": FAILS}],
+                "is_error": True,
+            }
+            for tool_id in ("toolu_1", "toolu_2")
+        ],
+    }
+    return [system(FAILS), user("config"), call, results]
+
+
+def test_small_contents_are_cut_with_the_short_marker_to_fit():
+    messages = two_failed_reads()
+    policy = limit_policy(60, keep_recent_messages=0)
+    assert count_tokens(messages) == 62
+
+    result = hard_truncate(messages, policy)
+
+    assert validate_messages(result.messages) == []
+    assert result.tokens_after == count_tokens(result.messages) <= 60
+    assert result.messages[0] is messages[0]
+    assert [m["role"] for m in result.messages] == ["system", "assistant", "user"]
+    cut = result.messages[-1]["content"][0]["content"]
+    assert cut.startswith("config migration")
+    assert cut.endswith("\n[...]")
+    assert result.detail["kept_messages"] == 2
+
+
+def test_every_limit_holds_for_the_falsifying_example():
+    messages = two_failed_reads()
+
+    for limit in range(30, 63):
+        result = hard_truncate(messages, limit_policy(limit, keep_recent_messages=0))
+        assert validate_messages(result.messages) == []
+        assert count_tokens(result.messages) <= limit
+
+
+def test_a_tool_input_too_small_to_mark_becomes_empty():
+    messages = [
+        user("q"),
+        tool_call("t1", "Read", {"path": "src/app.py"}),
+        tool_results(("t1", "x")),
+    ]
+
+    result = hard_truncate(messages, limit_policy(5, keep_recent_messages=1))
+
+    assert validate_messages(result.messages) == []
+    assert count_tokens(result.messages) <= 5
+    assert result.messages[0]["content"][0]["input"] == {}
+
+
+def test_the_system_prompt_goes_when_even_its_smallest_form_does_not_fit():
+    name = "mcp__build_server__run_the_whole_test_suite"  # 12 tokens, never cut
+    messages = [
+        system("one"),
+        system("two"),
+        system("three"),
+        user("q"),
+        tool_call("t1", name, {"target": "all"}),
+        tool_results(("t1", words(100))),
+    ]
+    policy = limit_policy(14)  # the tail's smallest form is 13 tokens, the prompts' 3
+
+    result = hard_truncate(messages, policy)
+
+    assert validate_messages(result.messages) == []
+    assert count_tokens(result.messages) <= 14
+    assert [m["role"] for m in result.messages] == ["assistant", "user"]
+    assert result.messages[0]["content"][0]["name"] == name
+
+
+def test_a_limit_below_the_newest_tool_call_leaves_one_marker_message():
+    name = "mcp__build_server__run_the_whole_test_suite"
+    messages = [system("s"), user("q"), tool_call("t1", name), tool_results(("t1", "ok"))]
+
+    result = hard_truncate(messages, limit_policy(8))
+
+    assert result.messages == [{"role": "user", "content": "[...]"}]
+    assert result.removed_message_count == 3
+    assert validate_messages(result.messages) == []
+
+
+def test_a_limit_with_no_room_for_any_message_is_a_policy_error():
+    policy = limit_policy(1, safety_factor=2.0)
+    assert hard_limit_tokens(policy) == 0
+
+    with pytest.raises(PolicyError) as raised:
+        hard_truncate([user("hello")], policy)
+
+    assert raised.value.field == "hard_limit"
+
+
+tool_inputs = st.dictionaries(st.text(max_size=5), st.text(max_size=200), min_size=1, max_size=3)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.text(min_size=1, max_size=400), tool_inputs, st.text(max_size=400), st.integers(8, 300))
+def test_any_text_fits_once_cut(text, tool_input, result_text, limit):
+    # Arbitrary unicode and JSON escaping: tokens merge differently where text is cut.
+    messages = [
+        system(text if text.strip() else "s"),
+        user(text if text.strip() else "q"),
+        tool_call("t1", "Write", tool_input, text=text if text.strip() else ""),
+        tool_results(("t1", result_text)),
+    ]
+    policy = limit_policy(limit)
+
+    result = hard_truncate(messages, policy)
+
+    assert validate_messages(result.messages) == []
+    assert count_tokens(result.messages) <= hard_limit_tokens(policy)

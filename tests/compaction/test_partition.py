@@ -329,3 +329,67 @@ def test_a_previous_summary_is_in_the_middle_not_the_head():
 
     assert result.head == messages[:1]
     assert result.middle[0] is messages[1]
+
+
+def one_round_session(tool_calls: int) -> list[dict[str, object]]:
+    messages: list[dict[str, object]] = [system("s"), user("Port the app to Rust")]
+    for number in range(tool_calls):
+        messages += exchange(f"t{number}", "Bash", {"command": "make"}, words(100))
+    return messages
+
+
+@pytest.mark.parametrize("context_limit", [2_000, 1_000_000])  # over and under the threshold
+def test_protection_never_pulls_the_only_round_into_the_tail(context_limit):
+    messages = one_round_session(30)
+    budget = 200 / context_limit  # a 200-token tail budget: 2 messages
+    chosen = Policy.preset(
+        "selective", context_limit=context_limit, tail_retention_ratio=budget
+    )
+
+    result = partition(messages, chosen)
+
+    assert result.middle, "one prompt + many tool calls must leave something to compact"
+    assert result.middle[0] is messages[1]  # the prompt, then the older tool traffic
+    assert result.tail == messages[-10:]  # the budget tail, at least keep_recent_messages
+
+
+def test_protection_stops_before_the_round_that_would_empty_the_middle():
+    messages = rounds_history(5)
+    chosen = Policy(
+        context_limit=1_000_000,
+        tail_retention_ratio=0.00001,
+        keep_recent_messages=0,
+        steps=("selective", "summary"),
+        dialogue_rounds_keep_min=12,
+    )
+
+    result = partition(messages, chosen)
+
+    assert result.middle == messages[1:3]  # the oldest round
+    assert result.tail == messages[3:]  # the four newer rounds stay protected
+
+
+def test_zero_tail_ratio_keeps_exactly_keep_recent_messages():
+    messages = [system("s"), *([user(words(40)), assistant(words(40))] * 30)]
+    assert len(messages) == 61
+
+    result = partition(messages, Policy.preset("auto-compression"))
+
+    assert result.tail == messages[-10:]
+    assert result.middle == messages[1:-10]
+
+
+def test_zero_tail_ratio_moves_the_start_back_only_for_a_tool_pair():
+    messages = [system("s"), user(words(40)), *exchange("t1", result=words(400)), user("go")]
+
+    result = partition(messages, policy(tail_retention_ratio=0, keep_recent_messages=2))
+
+    assert result.tail == messages[-3:]  # 2 messages, plus the tool_use of the first one
+
+
+def test_zero_tail_ratio_and_no_recent_messages_leave_an_empty_tail():
+    messages = [system("s"), user(words(40)), assistant(words(40))]
+
+    result = partition(messages, policy(tail_retention_ratio=0, keep_recent_messages=0))
+
+    assert (result.middle, result.tail) == (messages[1:], [])

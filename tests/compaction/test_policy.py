@@ -41,7 +41,8 @@ def test_derived_values():
     [
         ({"trigger_ratio": 0}, "trigger_ratio"),
         ({"trigger_ratio": 1.5}, "trigger_ratio"),
-        ({"tail_retention_ratio": 0}, "tail_retention_ratio"),
+        ({"tail_retention_ratio": -0.1}, "tail_retention_ratio"),
+        ({"tail_retention_ratio": 1.5}, "tail_retention_ratio"),
         ({"min_recall": -0.1}, "min_recall"),
         ({"middle_start": 0.9, "middle_end": 0.5}, "middle_start"),
         ({"safety_factor": 0}, "safety_factor"),
@@ -88,6 +89,15 @@ def test_preset_values_and_overrides():
     assert Policy.preset("auto-compression").steps == ("summary", "hard_truncate")
     assert Policy.preset("selective", cooldown_seconds=3).cooldown_seconds == 3
     assert Policy.preset("smart-truncation").safety_factor == 1.5
+
+
+def test_a_zero_tail_ratio_means_no_token_budget():
+    policy = Policy(tail_retention_ratio=0)
+
+    assert policy.tail_retention_tokens == 0
+    # Seed 001 REQ-3.3: the runtime context keeps exactly the newest 10 messages.
+    auto = Policy.preset("auto-compression")
+    assert (auto.tail_retention_ratio, auto.keep_recent_messages) == (0, 10)
 
 
 def test_unknown_preset():

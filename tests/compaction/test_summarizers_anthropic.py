@@ -152,6 +152,38 @@ def test_a_ready_client_can_be_passed_in(fake_anthropic):
     assert fake_anthropic.requests[0].api_key == "own"
 
 
+def test_a_passed_in_client_makes_one_request_per_attempt(fake_anthropic):
+    # The caller's client keeps the SDK's default retries (2): they must not run inside
+    # one attempt, or compact_messages would count 1 attempt for 3 requests.
+    client = anthropic.Anthropic(api_key="own", base_url=fake_anthropic.base_url)
+    fake_anthropic.script(Reply.overloaded(), Reply.text("never asked"))
+
+    with pytest.raises(SummaryError) as caught:
+        AnthropicSummarizer("claude-test", client=client).summarize(SummaryRequest(MIDDLE))
+
+    assert caught.value.reason == "api_error"
+    assert len(fake_anthropic.requests) == 1
+    assert client.max_retries == anthropic.DEFAULT_MAX_RETRIES  # the caller's client is untouched
+
+
+def test_a_passed_in_client_is_retried_by_compact_messages_only(fake_anthropic):
+    client = anthropic.Anthropic(api_key="own", base_url=fake_anthropic.base_url)
+    fake_anthropic.script(Reply.overloaded(), Reply.text("Goals and key decisions:\n- ok"))
+    clock = FakeClock()
+
+    result = compact_messages(
+        HISTORY,
+        POLICY.replace(max_retries=1),
+        summarizer=AnthropicSummarizer("claude-test", client=client),
+        clock=clock,
+        force=True,
+    )
+
+    assert result.compacted
+    assert len(fake_anthropic.requests) == 2  # one per attempt
+    assert clock.sleeps == [1.0]
+
+
 # --- through compact_messages: retries are counted there --------------------------------
 
 # min_recall 0: no retention re-ask, so every request below is a retry.

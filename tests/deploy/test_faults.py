@@ -4,7 +4,9 @@ Each test queues a job with `enqueue_compaction` and runs it as the worker would
 (`run_job`), with the summary model being a local fake Messages API server, the archive
 storage failing, or the database failing at commit. After every fault: the full history is
 intact, the runtime context is either exactly as before or validly truncated, the cached
-totals agree with the rows, and the job's final state names the fault.
+totals agree with the rows, and the job's final state names the fault. A fault that leaves
+the session unchanged (archive, database, a concurrent compaction) queues the job once more;
+a summarizer fault does not (the summarizer retried it within the run).
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import DatabaseError, connection
 
+from compaction.summarizers.base import SummaryRequest
 from sessions_app.models import Compaction, CompactionJob, CompactionProfile, Session
 from sessions_app.services import writeback
-from sessions_app.services.jobs import enqueue_compaction, run_job
+from sessions_app.services.compacting import compact_session
+from sessions_app.services.jobs import MAX_ATTEMPTS, enqueue_compaction, run_job
 from sessions_app.services.sessions import create_session
 from tests.support.fake_anthropic import FakeAnthropic, Reply
 from tests.support.histories import synthetic_history
@@ -92,9 +96,29 @@ def session(db: Any) -> Session:
 
 def _run(session: Session, profile: CompactionProfile) -> CompactionJob:
     job = enqueue_compaction(session, params={"trigger": "manual", "profile": profile.name})
+    return _run_again(job)
+
+
+def _run_again(job: CompactionJob) -> CompactionJob:
+    """Run the job's current task as the worker would."""
     run_job(str(job.pk))
     job.refresh_from_db()
     return job
+
+
+def _phases(job: CompactionJob) -> list[str]:
+    return [event["phase"] for event in job.events]
+
+
+def _assert_requeued(job: CompactionJob, reason: str) -> None:
+    """The first attempt failed with `reason` and the job waits for its second run."""
+    assert job.status == CompactionJob.Status.QUEUED, job.error
+    assert job.attempts == 1
+    assert job.finished_at is None
+    retry = job.events[-1]
+    assert (retry["phase"], retry["reason"], retry["attempt"]) == ("retry", reason, 1)
+    assert reason in job.error
+    assert "attempt 2 of 2 was queued" in job.error
 
 
 def _assert_sound(session: Session) -> None:
@@ -133,6 +157,8 @@ def test_a_summarizer_fault_fails_the_job_with_its_reason_and_changes_nothing(
     assert reason in job.error
     assert job.finished_at is not None
     assert job.events[-1]["phase"] == "failed"
+    assert job.attempts == 1, "retried within the run, not queued again"
+    assert "retry" not in _phases(job)
     failed = Compaction.objects.get(session=session)
     assert failed.status == Compaction.Status.FAILED
     assert failed.failure_reason == reason
@@ -191,7 +217,7 @@ def test_with_a_fallback_a_summarizer_fault_truncates_validly(
     ],
     ids=["permission-denied", "disk-full"],
 )
-def test_an_archive_storage_failure_fails_the_job_and_changes_nothing(
+def test_an_archive_storage_failure_is_retried_once_then_fails_the_job_and_changes_nothing(
     settings: Any,
     session: Session,
     summary_only: CompactionProfile,
@@ -203,16 +229,46 @@ def test_an_archive_storage_failure_fails_the_job_and_changes_nothing(
 
     job = _run(session, summary_only)
 
+    _assert_requeued(job, "archive_error")
+    assert context_fingerprint(session) == before
+
+    job = _run_again(job)
+
     assert job.status == CompactionJob.Status.FAILED
+    assert job.attempts == MAX_ATTEMPTS
     assert "archive_error" in job.error
-    failed = Compaction.objects.get(session=session)
-    assert failed.failure_reason == "archive_error"
+    assert "not retried again" in job.error
+    assert _phases(job).count("retry") == 1
+    failed = Compaction.objects.filter(session=session)
+    assert [c.failure_reason for c in failed] == ["archive_error", "archive_error"]
     assert context_fingerprint(session) == before
     assert not blob_dir.exists() or not any(blob_dir.rglob("*.json"))
     _assert_sound(session)
 
 
-def test_a_database_error_inside_the_commit_rolls_back_and_removes_the_archive(
+def test_an_archive_storage_that_recovers_lets_the_retry_succeed(
+    settings: Any, session: Session, summary_only: CompactionProfile, blob_dir: Path
+) -> None:
+    settings.STORAGES = _storages(settings, "tests.deploy.faulty_storage.DiskFullStorage", blob_dir)
+    before = session.context_tokens
+    job = _run(session, summary_only)
+    _assert_requeued(job, "archive_error")
+
+    # Space was freed before the retry ran.
+    settings.STORAGES = _storages(settings, "django.core.files.storage.FileSystemStorage", blob_dir)
+    job = _run_again(job)
+
+    session.refresh_from_db()
+    assert job.status == CompactionJob.Status.SUCCEEDED, job.error
+    assert job.attempts == 2
+    assert job.compaction is not None
+    assert job.compaction.status == Compaction.Status.SUCCEEDED
+    assert session.context_tokens < before
+    assert any(blob_dir.rglob("*.json")), "the retry archived the originals"
+    _assert_sound(session)
+
+
+def test_a_database_error_inside_the_commit_rolls_back_removes_the_archive_and_is_retried(
     session: Session, summary_only: CompactionProfile, blob_dir: Path, monkeypatch: Any
 ) -> None:
     def broken(*args: Any, **kwargs: Any) -> None:
@@ -223,12 +279,82 @@ def test_a_database_error_inside_the_commit_rolls_back_and_removes_the_archive(
 
     job = _run(session, summary_only)
 
-    assert job.status == CompactionJob.Status.FAILED
-    assert "database_error" in job.error
+    _assert_requeued(job, "database_error")
     assert Compaction.objects.get(session=session).failure_reason == "database_error"
     assert context_fingerprint(session) == before
     assert not any(blob_dir.rglob("*.json")), "the archive of the rolled-back commit is removed"
-    monkeypatch.undo()
+
+    monkeypatch.undo()  # the database is back
+    job = _run_again(job)
+
+    assert job.status == CompactionJob.Status.SUCCEEDED, job.error
+    assert job.attempts == 2
+    assert [c.status for c in Compaction.objects.filter(session=session)] == [
+        Compaction.Status.FAILED,
+        Compaction.Status.SUCCEEDED,
+    ]
+    _assert_sound(session)
+
+
+class RacingSummarizer:
+    """Before answering, another compaction of the same session commits (`races` times)."""
+
+    name = "racing"
+    races = 0
+    session: Session | None = None
+
+    def __init__(self, profile: Any) -> None:
+        self.profile = profile
+
+    def summarize(self, request: SummaryRequest) -> str:
+        cls = type(self)
+        if cls.races > 0 and cls.session is not None:
+            cls.races -= 1
+            won = compact_session(cls.session, summary="Goals: a concurrent compaction won.")
+            assert won.compacted
+        return "Goals: keep the parser working. Files: src/app.py."
+
+
+@pytest.fixture
+def racing(settings: Any, session: Session) -> Iterator[type[RacingSummarizer]]:
+    settings.CTXWEB_SUMMARIZER_CLASS = "tests.deploy.test_faults.RacingSummarizer"
+    RacingSummarizer.session = session
+    yield RacingSummarizer
+    RacingSummarizer.races, RacingSummarizer.session = 0, None
+
+
+def test_a_conflict_with_a_concurrent_compaction_is_retried_and_the_job_succeeds(
+    session: Session, summary_only: CompactionProfile, racing: type[RacingSummarizer]
+) -> None:
+    racing.races = 1
+
+    job = _run(session, summary_only)
+
+    _assert_requeued(job, "conflict")
+    assert Compaction.objects.filter(session=session).count() == 1, "only the winner's"
+    _assert_sound(session)
+
+    job = _run_again(job)
+
+    assert job.status == CompactionJob.Status.SUCCEEDED, job.error
+    assert job.attempts == 2
+    assert _phases(job).count("retry") == 1
+    _assert_sound(session)
+
+
+def test_a_second_conflict_fails_the_job_and_changes_nothing(
+    session: Session, summary_only: CompactionProfile, racing: type[RacingSummarizer]
+) -> None:
+    racing.races = 2
+
+    job = _run_again(_run(session, summary_only))
+
+    assert job.status == CompactionJob.Status.FAILED
+    assert job.attempts == MAX_ATTEMPTS
+    assert job.error.startswith("conflict")
+    assert "not retried again" in job.error
+    won = Compaction.objects.filter(session=session)
+    assert [c.summarizer for c in won] == ["caller", "caller"], "only the winners' compactions"
     _assert_sound(session)
 
 
@@ -268,7 +394,12 @@ def test_a_failure_at_commit_on_postgresql_changes_nothing(
 
     job = _run(session, summary_only)
 
+    _assert_requeued(job, "database_error")
+    assert context_fingerprint(session) == before
+    job = _run_again(job)
+
     assert job.status == CompactionJob.Status.FAILED
+    assert job.attempts == MAX_ATTEMPTS
     assert "database_error" in job.error
     assert context_fingerprint(session) == before
     assert not any(blob_dir.rglob("*.json"))

@@ -2,7 +2,9 @@
 
 django-tasks-db claims a task with `SELECT ... FOR UPDATE SKIP LOCKED` and marks it RUNNING
 in the same transaction (DBTaskResultQuerySet.get_locked + DBTaskResult.claim), so two
-workers never take the same row. This test checks the outcome end to end.
+workers never take the same row. This test checks the outcome end to end. A job that lost
+a race with another compaction of its session is queued once more (a second task, run
+once too); nothing else runs a job twice.
 """
 
 from __future__ import annotations
@@ -53,11 +55,15 @@ def test_four_workers_run_each_of_200_jobs_exactly_once(
     report = shell_call(env, "final_report", seeded["messages"])
     jobs = report["jobs"]
     assert len(jobs) == SESSIONS * JOBS_PER_SESSION
-    assert report["task_results"] == len(jobs), "one task result per job, none added"
+    retried = [j for j in jobs if j["attempts"] == 2]
+    assert report["task_results"] == len(jobs) + len(retried), "one task result per run"
     unfinished = [j for j in jobs if j["status"] not in ("succeeded", "failed")]
     assert not unfinished, f"{len(unfinished)} jobs not finished in {DEADLINE_SECONDS} s"
     for job in jobs:
-        assert job["attempts"] == 1, job
+        assert job["attempts"] in (1, 2), job
+        if job["attempts"] == 2:
+            assert "retry" in job["phases"], "re-run only after a lost race, never a lost worker"
+            assert "worker_lost" not in job["phases"], job
         assert job["task_status"] == "SUCCESSFUL", job
         assert len(job["workers"]) == 1, f"task claimed by {job['workers']}"
         assert not (job["return_value"] or {}).get("skipped"), job

@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.test import Client
+from django.test import Client, RequestFactory
 
+from sessions_app.auth import client_id
 from sessions_app.models import ApiKey
 
 from .conftest import ApiClient, World
@@ -132,3 +133,26 @@ def test_behind_a_proxy_failures_are_charged_to_the_real_client(
     assert statuses == [401, 401, 401, 429]
     assert spoofed == 429, "a forged left part of X-Forwarded-For does not escape the limit"
     assert honest.get("/api/sessions").status_code == 200, "other clients are not locked out"
+
+
+@pytest.mark.parametrize(
+    ("proxies", "forwarded", "expected"),
+    [
+        pytest.param(0, "203.0.113.7", "10.0.0.2", id="no-proxy-ignores-the-header"),
+        pytest.param(1, "203.0.113.7", "203.0.113.7", id="one-proxy"),
+        pytest.param(1, "198.51.100.9, 203.0.113.7", "203.0.113.7", id="one-proxy-forged-left"),
+        pytest.param(2, "198.51.100.9, 203.0.113.7, 10.0.0.1", "203.0.113.7", id="two-proxies"),
+        pytest.param(2, "203.0.113.7", "10.0.0.2", id="fewer-entries-than-proxies"),
+        pytest.param(1, " , ", "10.0.0.2", id="empty-entries"),
+        pytest.param(1, None, "10.0.0.2", id="no-header"),
+    ],
+)
+def test_client_id_trusts_only_the_configured_proxies(
+    settings: Any, proxies: int, forwarded: str | None, expected: str
+) -> None:
+    settings.CTXWEB_TRUSTED_PROXIES = proxies
+    meta: dict[str, Any] = {"REMOTE_ADDR": "10.0.0.2"}
+    if forwarded is not None:
+        meta["HTTP_X_FORWARDED_FOR"] = forwarded
+
+    assert client_id(RequestFactory().get("/", **meta)) == expected

@@ -7,13 +7,16 @@ the API portable: a body that works on SQLite works on PostgreSQL.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from compaction import SummaryError
 from compaction.summarizers.scripted import ScriptedSummarizer
+from sessions_app.importers import parse_text
 from sessions_app.models import Message, Session
+from sessions_app.nul import first_nul_path
 from sessions_app.services.compacting import compact_session
 
 from .conftest import World
@@ -140,3 +143,41 @@ def test_a_failed_compaction_with_nul_instructions_is_recorded_without_them(
     assert outcome.compaction is not None
     outcome.compaction.refresh_from_db()
     assert outcome.compaction.instructions == "beforeafter"
+
+
+_CHAT_WITH_NUL = [
+    {"role": "user", "content": "a\u0000b"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                # An argument string that is itself JSON holding an escaped NUL.
+                "function": {"name": "bash", "arguments": '{"command": "x\\u0000y"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": "out\u0000put"},
+    {"role": "assistant", "content": "done"},
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "format"),
+    [
+        pytest.param(json.dumps(_CHAT_WITH_NUL), "openai", id="json-document"),
+        pytest.param(
+            '{"type": "user", "message": {"role": "user", "content": "a\\u0000b"}, "uuid": "u"}',
+            "claude_code",
+            id="json-lines",
+        ),
+    ],
+)
+def test_importers_drop_nul_characters_and_keep_the_text(text: str, format: str) -> None:
+    imported = parse_text(text, format)
+
+    history = list(imported.history())
+    assert first_nul_path(history) is None
+    assert "ab" in json.dumps(history)
