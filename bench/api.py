@@ -36,7 +36,6 @@ import django  # noqa: E402
 django.setup()
 
 from django.contrib.auth import get_user_model  # noqa: E402
-from django.core.cache import cache  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
@@ -44,6 +43,7 @@ from django.test import Client  # noqa: E402
 from bench.tokens import synthetic_session  # noqa: E402
 from sessions_app.models import ApiKey  # noqa: E402
 from sessions_app.services.context import check, context_json, context_payload  # noqa: E402
+from sessions_app.services.context_text import clear_cache  # noqa: E402
 from sessions_app.services.sessions import append_messages, create_session  # noqa: E402
 
 RUNS = 30
@@ -94,10 +94,10 @@ def main() -> None:
     figures = {
         "check (service)": median_ms(lambda: check(session)),
         "check (API)": median_ms(api_check),
-        "context_json cold (service)": median_ms(lambda: context_json(session), before=cache.clear),
+        "context_json cold (service)": median_ms(lambda: context_json(session), before=clear_cache),
         "context_json warm (service)": median_ms(lambda: context_json(session)),
         "context_payload (dicts)": median_ms(lambda: context_payload(session), runs=10),
-        "context cold (API)": median_ms(api_context, before=cache.clear),
+        "context cold (API)": median_ms(api_context, before=clear_cache),
         "context warm (API)": median_ms(api_context),
         "context after an append (API)": median_ms(api_context, before=append_one),
     }

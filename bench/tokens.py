@@ -109,7 +109,7 @@ def measure(label: str, messages_wanted: int, tokens_wanted: int) -> str:
     """One table row: count_tokens against raw tiktoken on the same pieces."""
     encoding = get_encoding()
     history = synthetic_session(messages_wanted, tokens_wanted)
-    pieces = [piece for message in history for piece in _message_pieces(message)[0]]
+    pieces = [piece for message in history for piece in _message_pieces(message, "message")[0]]
     tokens = count_tokens(history)  # also the warm-up: loads the vocabulary
     best = fastest(
         RUNS,

@@ -9,6 +9,7 @@ __all__ = [
     "ArchiveError",
     "BlobStoreError",
     "CompactionError",
+    "InvalidFilesError",
     "InvalidMessagesError",
     "PolicyError",
     "Problem",
@@ -40,6 +41,14 @@ class InvalidMessagesError(CompactionError, ValueError):
         shown = "; ".join(str(p) for p in self.problems[:10])
         more = f" (and {len(self.problems) - 10} more)" if len(self.problems) > 10 else ""
         super().__init__(f"invalid messages: {shown}{more}")
+
+
+class InvalidFilesError(CompactionError, ValueError):
+    """The files to fold are not paths with source text; `problems` says what and where."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        super().__init__("invalid files: " + "; ".join(str(p) for p in self.problems[:10]))
 
 
 class PolicyError(CompactionError, ValueError):

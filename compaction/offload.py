@@ -33,6 +33,7 @@ from .blobstore import BlobStore, LocalBlobStore
 from .errors import BlobStoreError, PolicyError
 from .messages import Block, Message
 from .results import OffloadResult
+from .validation import ensure_valid
 
 __all__ = ["offload_reference", "offload_tool_results", "tool_result_chars"]
 
@@ -67,7 +68,11 @@ def offload_tool_results(
     deep copies, untouched ones are the input objects; the input is never modified.
     Files go to `store` when given, else to a LocalBlobStore on `output_dir` (created with
     its parents). A failed write raises BlobStoreError.
+
+    Raises InvalidMessagesError when a message or block is malformed (a tool_result needs
+    its tool_use_id). The order is not checked: seed 003 offloads repeated ids too.
     """
+    ensure_valid(messages, check_order=False)
     if min_chars < 0:
         raise PolicyError("min_chars", "must not be negative")
     blobs = store if store is not None else _local_store(output_dir)

@@ -61,7 +61,7 @@ def prune_tool_blocks(messages: Sequence[Message], policy: Policy | None = None)
     never modified; untouched messages keep their identity in the new list.
     """
     policy = policy or Policy()
-    ensure_valid(list(messages))
+    ensure_valid(messages)
     blocks = tool_blocks(messages)
     keep_count = min(policy.tool_blocks_keep_recent, len(blocks))
     kept = blocks[len(blocks) - keep_count :]

@@ -69,8 +69,8 @@ def smart_truncate(messages: Sequence[Message], policy: Policy | None = None) ->
     never modified; untouched messages keep their identity.
     """
     policy = policy or Policy()
+    ensure_valid(messages)
     original = list(messages)
-    ensure_valid(original)
     counts = message_token_counts(original, policy.encoding)
     work = _Work(original, counts, policy)
     work.filter_middle_tools()

@@ -16,21 +16,25 @@ _BLOCK_TYPES = frozenset(
 )
 
 
-def validate_messages(messages: Any) -> list[Problem]:
-    """Every problem that keeps `messages` from being a valid Anthropic request, in order."""
-    if not isinstance(messages, list | tuple):
+def validate_messages(messages: Any, *, check_order: bool = True) -> list[Problem]:
+    """Every problem that keeps `messages` from being a valid Anthropic request, in order.
+
+    With `check_order=False` only each message and block is checked, not the order
+    (system messages first, every tool_use answered once in the next message, unique ids).
+    """
+    if not isinstance(messages, Sequence) or isinstance(messages, str | bytes | bytearray):
         return [Problem("messages", "must be a list of messages")]
     problems: list[Problem] = []
     for index, message in enumerate(messages):
         problems.extend(_message_problems(index, message))
-    if not problems:
+    if not problems and check_order:
         problems.extend(_order_problems(messages))
     return problems
 
 
-def ensure_valid(messages: Any) -> None:
+def ensure_valid(messages: Any, *, check_order: bool = True) -> None:
     """Raise InvalidMessagesError when `validate_messages` finds anything."""
-    problems = validate_messages(messages)
+    problems = validate_messages(messages, check_order=check_order)
     if problems:
         raise InvalidMessagesError(problems)
 

@@ -223,6 +223,11 @@ ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")
 CTXWEB_JOB_HEARTBEAT_SECONDS = float(os.environ.get("CTXWEB_JOB_HEARTBEAT_SECONDS", "5"))
 CTXWEB_JOB_STALE_SECONDS = float(os.environ.get("CTXWEB_JOB_STALE_SECONDS", "60"))
 CTXWEB_REAPER_INTERVAL_SECONDS = float(os.environ.get("CTXWEB_REAPER_INTERVAL_SECONDS", "30"))
+CTXWEB_JOB_RETRY_SECONDS = float(os.environ.get("CTXWEB_JOB_RETRY_SECONDS", "5"))
+# Per-process cache of assembled runtime contexts (bytes); 0 turns it off.
+CTXWEB_CONTEXT_CACHE_BYTES = int(
+    os.environ.get("CTXWEB_CONTEXT_CACHE_BYTES", str(64 * 1024 * 1024))
+)
 # Reverse proxies in front of the web processes (nginx: 1). Failed authentications are
 # then charged to the client address the outermost proxy saw (X-Forwarded-For, counted
 # from the right), not to the proxy's own address.

@@ -17,9 +17,11 @@ from compaction import ArchiveError, PolicyError
 from .models import ApiKey, Compaction, CompactionJob, CompactionProfile, Session
 from .services.reverting import read_archive
 
-#: Fields that are ratios: (0, 1] (min_recall and middle_start may be 0).
-RATIO_FIELDS = ("trigger_ratio", "tail_retention_ratio", "middle_end")
-ZERO_RATIO_FIELDS = ("min_recall", "middle_start")
+#: Fields that are ratios in (0, 1].
+RATIO_FIELDS = ("trigger_ratio", "middle_end")
+#: Ratios that may also be 0. tail_retention_ratio 0: a count-only tail, exactly
+#: keep_recent_messages messages (the auto-compression preset).
+ZERO_RATIO_FIELDS = ("tail_retention_ratio", "min_recall", "middle_start")
 
 
 class CompactionProfileForm(forms.ModelForm):  # type: ignore[type-arg]

@@ -43,7 +43,12 @@ class CompactionProfile(models.Model):
     hard_limit = models.PositiveIntegerField(null=True, blank=True)
     safety_factor = models.FloatField(default=1.0, validators=[MinValueValidator(0.01)])
     enabled = models.BooleanField(default=True)
-    tail_retention_ratio = models.FloatField(default=0.2, validators=_ratio)
+    tail_retention_ratio = models.FloatField(
+        default=0.2,
+        validators=_ratio,
+        help_text="Share of the context limit kept as the recent tail; 0: a count-only tail "
+        "of exactly keep_recent_messages messages.",
+    )
     keep_recent_messages = models.PositiveIntegerField(default=10)
     summary_max_tokens = models.PositiveIntegerField(default=1000)
     summary_model = models.CharField(max_length=128, blank=True)

@@ -23,10 +23,13 @@ a seeded random batch of outline lines is dropped in one go and the result count
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from ..errors import InvalidFilesError, Problem
 from ..policy import Policy
 from .budget import TokenMeter, plan_drops
 from .languages import LANGUAGES, LanguageSpec, language_for_path
@@ -79,12 +82,18 @@ class FoldResult:
 
 
 def fold_file(path: str, source: str, *, policy: Policy | None = None, first_line: int = 1) -> str:
-    """The folded outline of one file, in its `<system-reminder>` block."""
+    """The folded outline of one file, in its `<system-reminder>` block.
+
+    Raises InvalidFilesError when `path` or `source` is not a string.
+    """
     return fold([SourceFile(path, source, first_line)], policy=policy).text
 
 
 def fold_files(files: FileInput, *, policy: Policy | None = None) -> str:
-    """The folded outlines of several files (a mapping or (path, source) pairs)."""
+    """The folded outlines of several files (a mapping or (path, source) pairs).
+
+    Raises InvalidFilesError naming every item that is not a path with source text.
+    """
     return fold(files, policy=policy).text
 
 
@@ -116,17 +125,39 @@ def fold(files: FileInput, *, policy: Policy | None = None) -> FoldResult:
     )
 
 
-def _source_files(files: FileInput) -> list[SourceFile]:
+def _source_files(files: Any) -> list[SourceFile]:
+    """`files` as SourceFiles; InvalidFilesError names every item that is not one."""
     if isinstance(files, Mapping):
-        return [SourceFile(str(path), str(source)) for path, source in files.items()]
+        items: list[Any] = list(files.items())
+    elif isinstance(files, Iterable) and not isinstance(files, str | bytes):
+        items = list(files)
+    else:
+        raise InvalidFilesError([Problem("files", "must be a mapping or a list of files")])
     result: list[SourceFile] = []
-    for item in files:
-        if isinstance(item, SourceFile):
-            result.append(item)
-        else:
+    problems: list[Problem] = []
+    for index, item in enumerate(items):
+        if not isinstance(item, SourceFile):
+            if not isinstance(item, tuple | list) or len(item) != 2:
+                problems.append(Problem(f"files[{index}]", "must be a (path, source) pair"))
+                continue
             path, source = item
-            result.append(SourceFile(str(path), str(source)))
+            item = SourceFile(os.fspath(path) if isinstance(path, os.PathLike) else path, source)
+        problems.extend(_file_problems(f"files[{index}]", item))
+        result.append(item)
+    if problems:
+        raise InvalidFilesError(problems)
     return result
+
+
+def _file_problems(path: str, file: SourceFile) -> Iterator[Problem]:
+    fields: dict[str, Any] = vars(file)  # the annotations are not checked at run time
+    if not isinstance(fields["path"], str) or not fields["path"]:
+        yield Problem(f"{path}.path", "must be a non-empty string")
+    if not isinstance(fields["source"], str):
+        yield Problem(f"{path}.source", "must be a string")
+    first_line = fields["first_line"]
+    if not isinstance(first_line, int) or isinstance(first_line, bool) or first_line < 1:
+        yield Problem(f"{path}.first_line", "must be a positive integer")
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,8 @@ class Migration(migrations.Migration):
                     "tail_retention_ratio",
                     models.FloatField(
                         default=0.2,
+                        help_text="Share of the context limit kept as the recent tail; 0: a "
+                        "count-only tail of exactly keep_recent_messages messages.",
                         validators=[
                             django.core.validators.MinValueValidator(0.0),
                             django.core.validators.MaxValueValidator(1.0),

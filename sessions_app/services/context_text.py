@@ -1,26 +1,27 @@
 """The runtime context as response JSON: assembled once per session state, then cached.
 
 A 1M-token context is about 5 MB of JSON. The Anthropic form is spliced from each entry's
-stored JSON text (no decode and re-encode); either form is cached in Django's cache under
-the session's id and format, stamped with the session's `version` and `context_revision`.
-Every change to the entries bumps `version` (appends) or both (compaction, revert,
-offload), so a stamp that differs from the database's is a miss and nothing stale is
-served. After appends only (same revision, higher version) the cached Anthropic text is
-extended with the new entries instead of being rebuilt. `limit` and `usage` depend on the
-profile, which the admin may change at any time: they are added to every response, never
-cached.
+stored JSON text (no decode and re-encode); either form is kept in an in-process cache
+under the session's id and format, stamped with the session's `context_revision` and
+`version`. Every change to the entries bumps `version` (appends) or both (compaction,
+revert, offload), and each read compares the stamp with the database's first, so nothing
+stale is served and each process may keep its own copy. After appends only (same
+revision, higher version) the cached Anthropic text is extended with the new entries
+instead of being rebuilt. `limit` and `usage` depend on the profile, which the admin may
+change at any time: they are added to every response, never cached.
+
+In process rather than in Django's cache: a shared cache would move megabytes per read
+(the production example uses the database as its cache), where a local hit costs nothing.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from django.conf import settings
-from django.core.cache import cache
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import TextField
 from django.db.models.functions import Cast, Coalesce
@@ -30,25 +31,28 @@ from compaction.messages import blocks_of
 from ..models import ContextEntry, Session
 from .entries import entry_message, load_entries
 from .openai_format import openai_messages
+from .sized_cache import SizedCache
 
-__all__ = ["ContextText", "Format", "cache_seconds", "context_text", "payload_parts", "system_text"]
-
-logger = logging.getLogger("sessions_app")
+__all__ = [
+    "ContextText",
+    "Format",
+    "cache_budget",
+    "clear_cache",
+    "context_text",
+    "payload_parts",
+    "system_text",
+]
 
 Format = Literal["anthropic", "openai"]
-#: Part of every cache key: bump it when the cached tuple's layout changes.
-_LAYOUT: Final = 1
 #: (context_revision, version) of a session as read from the database.
 Stamp = tuple[int, int]
+#: Default budget of the cache in each process: a dozen 1M-token contexts.
+DEFAULT_BUDGET: Final = 64 * 1024 * 1024
 
 
-def cache_seconds() -> int:
-    """How long an assembled context stays cached (CTXWEB_CONTEXT_CACHE_SECONDS, 600; 0: off).
-
-    A stale entry is never served (the stamp decides); the timeout only bounds how long
-    the memory of an idle session's context is held.
-    """
-    return int(getattr(settings, "CTXWEB_CONTEXT_CACHE_SECONDS", 600))
+def cache_budget() -> int:
+    """Bytes of assembled contexts each process keeps (CTXWEB_CONTEXT_CACHE_BYTES; 0: none)."""
+    return int(getattr(settings, "CTXWEB_CONTEXT_CACHE_BYTES", DEFAULT_BUDGET))
 
 
 @dataclass(frozen=True)
@@ -73,39 +77,36 @@ class ContextText:
         """(context_revision, version) of the state this text describes."""
         return self.revision, self.version
 
-    def as_tuple(self) -> tuple[int, int, int, int, bytes, bool]:
-        """The fields in order (cached as a plain tuple: no class to unpickle)."""
-        return (
-            self.revision,
-            self.version,
-            self.last_position,
-            self.tokens,
-            self.body,
-            self.open_tail,
-        )
+
+_cache: SizedCache[ContextText] = SizedCache(cache_budget, lambda text: len(text.body))
+
+
+def clear_cache() -> None:
+    """Forget every assembled context of this process."""
+    _cache.clear()
 
 
 def context_text(session: Session, fmt: Format) -> ContextText:
     """The assembled context of `session` as the database holds it now (cached)."""
-    key = f"ctxweb:context:{_LAYOUT}:{session.pk}:{fmt}"
+    key = (session.pk, fmt)
     stamp = _stamp(session)
     if stamp is None:  # deleted meanwhile: nothing worth caching
         return _built(session, fmt, (0, 0))
-    cached = _cache_get(key)
+    cached = _cache.get(key)
     if cached is not None and cached.stamp == stamp:
         return cached
     if cached is not None and _appended_only(cached, stamp):
         extended = _extended(cached, session, stamp)
         after = _stamp(session)
         if extended is not None and after == stamp:
-            _cache_set(key, extended)
+            _cache.put(key, extended)
             return extended
         if extended is not None and after is not None and after[0] == stamp[0]:
             return extended  # more appends meanwhile: right for now, but not for `stamp`
         # Otherwise entries were replaced meanwhile: one full query is a consistent view.
     built = _built(session, fmt, stamp)
     if _stamp(session) == stamp:
-        _cache_set(key, built)
+        _cache.put(key, built)
     return built
 
 
@@ -199,24 +200,3 @@ def _raw_rows(session: Session, *, after: int | None = None) -> list[tuple[int, 
 def _joined(rows: Sequence[tuple[int, str, int, str]]) -> str:
     roles = {role: json.dumps(role) for role in {row[1] for row in rows}}
     return ",".join(f'{{"role":{roles[role]},"content":{content}}}' for _, role, _, content in rows)
-
-
-def _cache_get(key: str) -> ContextText | None:
-    if cache_seconds() <= 0:
-        return None
-    try:
-        value = cache.get(key)
-        return ContextText(*value) if isinstance(value, tuple) else None
-    except Exception:  # a cache outage or an unreadable value: build instead
-        logger.warning("context cache read failed", exc_info=True, extra={"key": key})
-        return None
-
-
-def _cache_set(key: str, text: ContextText) -> None:
-    seconds = cache_seconds()
-    if seconds <= 0:
-        return
-    try:
-        cache.set(key, text.as_tuple(), seconds)
-    except Exception:
-        logger.warning("context cache write failed", exc_info=True, extra={"key": key})

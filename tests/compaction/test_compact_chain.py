@@ -147,7 +147,8 @@ def test_the_partition_is_decided_before_pruning():
     tail = result.messages[2:]
     assert tail == result.partition.tail
     cut = [b for m in tail for b in blocks_of(m) if b.get("type") == "tool_result"]
-    assert cut and all("[TRUNCATED original~" in b["content"] for b in cut)
+    assert cut
+    assert all("[TRUNCATED original~" in b["content"] for b in cut)
     assert policy.scaled(count_tokens(result.messages)) < policy.threshold
     assert validate_messages(result.messages) == []
 
@@ -223,7 +224,7 @@ def test_selective_keeps_the_newest_twelve_rounds_verbatim():
     kept = {id(m) for m in result.messages}
     texts = [m for m in messages[1:] if not tool_use_ids(m) and not tool_result_ids(m)]
     newest = texts[-24:]  # the requests and replies of rounds 8 to 19
-    assert newest[0]["content"].startswith("request 8:")
+    assert message_text(newest[0]).startswith("request 8:")
     assert all(id(m) in kept for m in newest)
     assert not any(id(m) in kept for m in texts[:-24])  # older rounds are summarized
     # Their tool blocks are still pruned to the newest 5 (seed 004 §2).
@@ -290,9 +291,7 @@ def test_the_summary_message_holds_the_outline_of_a_file_read_in_the_middle():
     ]
     policy = chain_policy(steps=("summary",), keep_recent_messages=1)
 
-    result = compact_messages(
-        messages, policy, summarizer=ScriptedSummarizer(SUMMARY), force=True
-    )
+    result = compact_messages(messages, policy, summarizer=ScriptedSummarizer(SUMMARY), force=True)
 
     assert result.compacted
     summary = message_text(result.messages[1])
@@ -300,7 +299,8 @@ def test_the_summary_message_holds_the_outline_of_a_file_read_in_the_middle():
     outline = summary[summary.index("<system-reminder>") :]
     assert outline.rstrip().endswith("</system-reminder>")
     assert "class Parser" in outline
-    assert "load_config" in outline and "main" in outline
+    assert "load_config" in outline
+    assert "main" in outline
     assert "handle.read()" not in outline  # names only, no bodies
     assert result.summary == SUMMARY  # the summarizer's own text
     assert result.messages[1][SUMMARY_KEY]["message_count"] == 4
@@ -322,9 +322,7 @@ def test_the_outlines_are_held_to_the_fold_budget():
     budgeted = fold(files, policy=policy)
     assert budgeted.dropped_lines > 0  # the six outlines are over the budget together
 
-    result = compact_messages(
-        messages, policy, summarizer=ScriptedSummarizer(SUMMARY), force=True
-    )
+    result = compact_messages(messages, policy, summarizer=ScriptedSummarizer(SUMMARY), force=True)
 
     assert result.compacted
     assert message_text(result.messages[1]).endswith(f"{SUMMARY}\n\n{budgeted.text}")
@@ -340,9 +338,7 @@ def test_a_file_whose_outline_is_not_smaller_is_left_out():
     ]
     policy = chain_policy(steps=("summary",), keep_recent_messages=1)
 
-    result = compact_messages(
-        messages, policy, summarizer=ScriptedSummarizer(SUMMARY), force=True
-    )
+    result = compact_messages(messages, policy, summarizer=ScriptedSummarizer(SUMMARY), force=True)
 
     assert result.compacted
     assert message_text(result.messages[1]).endswith(SUMMARY)

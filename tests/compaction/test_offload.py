@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from compaction.blobstore import LocalBlobStore
-from compaction.errors import BlobStoreError, PolicyError
+from compaction.errors import BlobStoreError, InvalidMessagesError, PolicyError
 from compaction.offload import offload_reference, offload_tool_results, tool_result_chars
 from compaction.tokens import count_tokens
 from compaction.validation import validate_messages
@@ -298,7 +298,6 @@ HOSTILE_IDS = [
     "nul\x00byte",
     "..",
     ".",
-    "",
     "x" * 300,
     "tab\tand\nnewline",
     "ид-юникод",
@@ -323,6 +322,33 @@ def test_hostile_ids_never_write_outside_output_dir(tmp_path: Path, tool_id: str
     assert result.renamed_ids == {tool_id: file.name}
     assert result.messages[1]["content"][0]["content"] == f"[Content offloaded to: ./{file.name}]"
     assert result.files == [str(file.resolve())]
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "tool_result", "content": "x" * 200},  # no tool_use_id
+        {"type": "tool_result", "tool_use_id": "", "content": "x" * 200},
+        {"type": "tool_result", "tool_use_id": 7, "content": "x" * 200},
+    ],
+)
+def test_a_tool_result_without_an_id_is_invalid_input(tmp_path: Path, block: Any) -> None:
+    messages = [call("t"), {"role": "user", "content": [block]}]
+
+    with pytest.raises(InvalidMessagesError) as caught:
+        offload_tool_results(messages, tmp_path / "out")
+
+    assert caught.value.problems[0].path == "messages[1].content[0].tool_use_id"
+    assert not (tmp_path / "out").exists()  # nothing written
+
+
+def test_repeated_ids_are_valid_input_the_pairing_is_not_checked(tmp_path: Path) -> None:
+    # Seed 003 names repeated tool_use_ids as input to handle, not to refuse.
+    messages = [call("t"), results(("other", "x" * 100), ("other", "y" * 100))]
+
+    result = offload_tool_results(messages, tmp_path)
+
+    assert result.offloaded_count == 2
 
 
 def test_distinct_hostile_ids_get_distinct_files(tmp_path: Path) -> None:

@@ -342,9 +342,7 @@ def one_round_session(tool_calls: int) -> list[dict[str, object]]:
 def test_protection_never_pulls_the_only_round_into_the_tail(context_limit):
     messages = one_round_session(30)
     budget = 200 / context_limit  # a 200-token tail budget: 2 messages
-    chosen = Policy.preset(
-        "selective", context_limit=context_limit, tail_retention_ratio=budget
-    )
+    chosen = Policy.preset("selective", context_limit=context_limit, tail_retention_ratio=budget)
 
     result = partition(messages, chosen)
 

@@ -32,7 +32,7 @@ policies = st.builds(
     Policy,
     context_limit=st.integers(200, 6000),
     trigger_ratio=st.sampled_from([0.5, 0.8, 0.92]),
-    tail_retention_ratio=st.sampled_from([0.05, 0.1, 0.3]),
+    tail_retention_ratio=st.sampled_from([0.0, 0.05, 0.1, 0.3]),
     keep_recent_messages=st.integers(0, 4),
     summary_max_tokens=st.integers(50, 300),
     dialogue_rounds_keep_min=st.integers(0, 3),
@@ -84,6 +84,17 @@ def test_partition_covers_the_input_and_never_splits_pairs(messages, policy):
     assert is_safe_cut(messages, len(result.head) + len(result.middle))
     body = len(messages) - len(result.head)
     assert len(result.tail) >= min(policy.keep_recent_messages, body)
+
+
+@CI
+@given(histories(), policies)
+def test_round_protection_never_empties_the_middle(messages, policy):
+    protected = partition(messages, policy.replace(steps=("selective", "summary")))
+    unprotected = partition(messages, policy.replace(steps=("summary",)))
+
+    assert len(protected.tail) >= len(unprotected.tail)
+    if unprotected.middle:
+        assert protected.middle
 
 
 @CI
@@ -145,7 +156,10 @@ def test_full_chain_invariants(messages, policy, summary, hard_factor):
     assert validate_messages(result.messages) == []
     assert count_tokens(result.messages) <= count_tokens(messages)
     head = leading_system_count(messages)
-    assert result.messages[:head] == messages[:head]
+    if result.messages[:head] != messages[:head]:
+        # Only hard truncation may cut a system prompt: one too big to leave the newest
+        # messages half of the hard limit (see test_an_oversized_system_prompt_is_cut_too).
+        assert any(step.step == "hard_truncate" and step.changed for step in result.steps)
     assert_recoverable(messages, result.messages, store)
     assert messages == snapshot
 

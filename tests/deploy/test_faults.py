@@ -297,7 +297,7 @@ def test_a_database_error_inside_the_commit_rolls_back_removes_the_archive_and_i
 
 
 class RacingSummarizer:
-    """Before answering, another compaction of the same session commits (`races` times)."""
+    """In each of the first `races` runs, another compaction of the session commits first."""
 
     name = "racing"
     races = 0
@@ -305,11 +305,13 @@ class RacingSummarizer:
 
     def __init__(self, profile: Any) -> None:
         self.profile = profile
+        self.raced = False  # one instance per run; the engine may ask it twice (recall)
 
     def summarize(self, request: SummaryRequest) -> str:
         cls = type(self)
-        if cls.races > 0 and cls.session is not None:
+        if cls.races > 0 and cls.session is not None and not self.raced:
             cls.races -= 1
+            self.raced = True
             won = compact_session(cls.session, summary="Goals: a concurrent compaction won.")
             assert won.compacted
         return "Goals: keep the parser working. Files: src/app.py."

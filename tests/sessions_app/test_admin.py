@@ -46,7 +46,9 @@ def form_data(profile: CompactionProfile, **changes: Any) -> dict[str, Any]:
     [
         ({"trigger_ratio": 0}, "trigger_ratio"),
         ({"trigger_ratio": 1.5}, "trigger_ratio"),
-        ({"tail_retention_ratio": 0}, "tail_retention_ratio"),
+        ({"tail_retention_ratio": -0.1}, "tail_retention_ratio"),
+        ({"tail_retention_ratio": 1.5}, "tail_retention_ratio"),
+        ({"middle_end": 0, "middle_start": 0}, "middle_end"),
         ({"keep_recent_messages": -1}, "keep_recent_messages"),
         ({"hard_limit": 1000}, "hard_limit"),  # under 0.92 x 200000
         ({"steps": '["summary", "dance"]'}, "steps"),
@@ -66,6 +68,18 @@ def test_a_valid_profile_form_saves(db: Any) -> None:
     assert form.is_valid(), form.errors
     form.save()
     assert CompactionProfile.objects.get(name="balanced").hard_limit == 195_000
+
+
+def test_a_count_only_tail_ratio_of_zero_is_accepted(admin_client: Client) -> None:
+    profile = CompactionProfile.objects.get(name="auto-compression")
+    response = admin_client.post(
+        f"/admin/sessions_app/compactionprofile/{profile.pk}/change/",
+        form_data(profile, tail_retention_ratio=0),
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    profile.refresh_from_db()
+    assert profile.tail_retention_ratio == 0
+    assert profile.to_policy().tail_retention_tokens == 0
 
 
 def test_a_profile_change_in_the_admin_applies_to_the_next_compaction(

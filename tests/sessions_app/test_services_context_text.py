@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -21,6 +20,7 @@ from sessions_app.models import Session
 from sessions_app.services import context_text as context_text_module
 from sessions_app.services.compacting import compact_session, revert_compaction
 from sessions_app.services.context import Format, context_body, context_payload
+from sessions_app.services.context_text import clear_cache
 from sessions_app.services.offloading import offload_session
 from sessions_app.services.sessions import append_messages
 from tests.support.histories import assistant, exchange, user
@@ -34,7 +34,7 @@ BIG_JSON = json.dumps(BIG).encode()[1:-1]  # as it appears inside the JSON body
 
 def uncached(session: Session, fmt: Format = "anthropic") -> bytes:
     """The body built from scratch (no cached text to reuse)."""
-    cache.clear()
+    clear_cache()
     return context_body(session, fmt)
 
 
@@ -182,27 +182,28 @@ def test_a_change_while_the_context_is_built_is_not_cached_as_the_old_state(
         return rows
 
     monkeypatch.setattr(context_text_module, "_raw_rows", append_after_reading)
-    monkeypatch.setattr(context_text_module, "_cache_set", lambda *args: stored.append(args))
+    monkeypatch.setattr(context_text_module._cache, "put", lambda *args: stored.append(args))
     context_body(session)
     assert stored == [], "built from a state the stamp no longer names"
 
 
-def test_with_the_cache_off_every_read_builds(session: Session, settings: Any) -> None:
-    settings.CTXWEB_CONTEXT_CACHE_SECONDS = 0
+def test_with_no_cache_budget_every_read_builds(session: Session, settings: Any) -> None:
+    settings.CTXWEB_CONTEXT_CACHE_BYTES = 0
     first = context_body(session)
     assert entry_queries(lambda: context_body(session)) == 1
     assert context_body(session) == first
 
 
-def test_a_failing_cache_falls_back_to_building(session: Session, monkeypatch: Any) -> None:
-    expected = uncached(session)
-
-    def down(*args: Any, **kwargs: Any) -> Any:
-        raise ConnectionError("cache server down")
-
-    monkeypatch.setattr(cache, "get", down)
-    monkeypatch.setattr(cache, "set", down)
-    assert context_body(session) == expected
+def test_a_context_larger_than_the_budget_is_served_but_not_kept(
+    session: Session, settings: Any
+) -> None:
+    settings.CTXWEB_CONTEXT_CACHE_BYTES = 1000
+    first = context_body(session)
+    assert len(first) > 1000
+    assert entry_queries(lambda: context_body(session)) == 1
+    settings.CTXWEB_CONTEXT_CACHE_BYTES = len(first) * 2
+    context_body(session)
+    assert entry_queries(lambda: context_body(session)) == 0
 
 
 def test_the_api_returns_the_cached_bytes(api_client: Any, user: Any, conversation: Any) -> None:

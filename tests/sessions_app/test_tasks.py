@@ -6,11 +6,15 @@ import time
 from typing import Any
 
 import pytest
+from django.db import DatabaseError
+from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from compaction import SummaryError
 from sessions_app.models import CompactionJob, Session
-from sessions_app.services.jobs import Heartbeat, enqueue_compaction, run_job
+from sessions_app.services import writeback
+from sessions_app.services.errors import Conflict
+from sessions_app.services.jobs import MAX_ATTEMPTS, Heartbeat, enqueue_compaction, run_job
 from sessions_app.tasks import run_compaction_job
 
 
@@ -99,3 +103,115 @@ def test_the_heartbeat_stamps_a_running_job(session: Session) -> None:
         while CompactionJob.objects.get(pk=job.pk).heartbeat_at is None:
             assert time.monotonic() < deadline
             time.sleep(0.02)
+
+
+def _conflicting(monkeypatch: Any) -> None:
+    def conflict(*args: Any, **kwargs: Any) -> Any:
+        raise Conflict("another compaction committed first")
+
+    monkeypatch.setattr("sessions_app.services.compacting.compact_session", conflict)
+
+
+@pytest.mark.django_db
+def test_a_conflict_queues_the_job_again_after_the_retry_delay(
+    session: Session, monkeypatch: Any, settings: Any
+) -> None:
+    settings.CTXWEB_JOB_RETRY_SECONDS = 30
+    _conflicting(monkeypatch)
+    job = enqueue_compaction(session, params={})
+    first_task = job.task_id
+
+    result = run_job(str(job.pk))
+
+    job.refresh_from_db()
+    assert result["status"] == "queued"
+    assert result["retry"] == "conflict"
+    assert (job.status, job.phase, job.attempts) == ("queued", "requeued", 1)
+    assert job.task_id != first_task
+    assert job.events[-1]["phase"] == "retry"
+    assert job.events[-1]["reason"] == "conflict"
+    task = DBTaskResult.objects.get(id=job.task_id)
+    assert task.status == "READY"
+    assert task.args_kwargs["args"] == [str(job.pk)]
+    assert task.run_after is not None
+    assert 20 < (task.run_after - timezone.now()).total_seconds() <= 30
+
+
+@pytest.mark.django_db
+def test_with_no_retry_delay_the_job_is_queued_to_run_at_once(
+    session: Session, monkeypatch: Any, settings: Any
+) -> None:
+    settings.CTXWEB_JOB_RETRY_SECONDS = 0
+    _conflicting(monkeypatch)
+    job = enqueue_compaction(session, params={})
+    first = DBTaskResult.objects.get(id=job.task_id)
+    run_job(str(job.pk))
+    job.refresh_from_db()
+    again = DBTaskResult.objects.get(id=job.task_id)
+    assert again.pk != first.pk
+    assert again.run_after == first.run_after, "not deferred, like a fresh job"
+
+
+@pytest.mark.django_db
+def test_a_retryable_failure_on_the_last_attempt_fails_the_job(
+    session: Session, monkeypatch: Any
+) -> None:
+    _conflicting(monkeypatch)
+    job = enqueue_compaction(session, params={})
+    run_job(str(job.pk))  # attempt 1: queued again
+    job.refresh_from_db()
+    task_id = job.task_id
+
+    result = run_job(str(job.pk))  # attempt 2: the last
+
+    job.refresh_from_db()
+    assert result["status"] == "failed"
+    assert (job.status, job.attempts, job.task_id) == ("failed", MAX_ATTEMPTS, task_id)
+    assert job.error.startswith("conflict: another compaction committed first")
+    assert "not retried again" in job.error
+    assert [event["phase"] for event in job.events].count("retry") == 1
+
+
+@pytest.mark.django_db
+def test_a_job_rerun_after_a_lost_worker_is_not_retried_again(
+    session: Session, monkeypatch: Any
+) -> None:
+    _conflicting(monkeypatch)
+    job = enqueue_compaction(session, params={})
+    CompactionJob.objects.filter(pk=job.pk).update(attempts=MAX_ATTEMPTS - 1)  # reaped once
+    run_job(str(job.pk))
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == ("failed", MAX_ATTEMPTS)
+
+
+@pytest.mark.django_db
+def test_a_summarizer_failure_is_not_queued_again(session: Session, scripted: Any) -> None:
+    scripted(default=SummaryError("api_error", retryable=True))
+    job = enqueue_compaction(session, params={})
+    run_job(str(job.pk))
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == ("failed", 1)
+    assert "retry" not in [event["phase"] for event in job.events]
+
+
+@pytest.mark.django_db
+def test_an_automatic_job_queued_again_starts_no_cooldown(
+    make_session: Any, make_profile: Any, conversation: Any, scripted: Any, monkeypatch: Any
+) -> None:
+    scripted(default="Goals and key decisions:\n- kept")
+    profile = make_profile(keep_recent_messages=4, steps=["summary"])
+    session = make_session(messages=conversation(12), context_limit=1000, profile=profile)
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise DatabaseError("simulated: connection lost during commit")
+
+    monkeypatch.setattr(writeback, "refresh_session_totals", broken)
+    job = enqueue_compaction(session, params={"trigger": "auto"})
+    run_job(str(job.pk))
+    job.refresh_from_db()
+    session.refresh_from_db()
+    assert job.status == "queued"
+    assert job.events[-1]["reason"] == "database_error"
+    assert job.events[-1]["compaction"] == 1, "the failed attempt's record"
+    assert session.cooldown_until is None, "not a final outcome"
+    assert session.compaction_failures == 0
