@@ -37,6 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+from tests.support import postgres  # the throwaway databases the tests use too
+
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 PG_SERVER = os.environ.get("CTXWEB_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432")
@@ -262,16 +265,8 @@ def _database(kind: str, data_dir: Path) -> Iterator[str]:
     if kind == "sqlite":
         yield f"sqlite:///{data_dir / 'load.sqlite3'}"
         return
-    import psycopg
-
-    name = f"ctxweb_load_{os.getpid()}_{secrets.token_hex(3)}"
-    with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True, connect_timeout=3) as db:
-        db.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"{PG_SERVER}/{name}"
-    finally:
-        with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True, connect_timeout=3) as db:
-            db.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with postgres.throwaway_database(PG_SERVER, "ctxweb_load") as url:
+        yield url
 
 
 @contextmanager
@@ -415,16 +410,6 @@ def _figures(
     }
 
 
-def _pg_available() -> bool:
-    try:
-        import psycopg
-
-        with psycopg.connect(f"{PG_SERVER}/postgres", connect_timeout=3):
-            return True
-    except Exception:
-        return False
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="traffic per database (60)")
@@ -434,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     failed = False
     for kind in [k.strip() for k in args.databases.split(",") if k.strip()]:
-        if kind == "postgres" and not _pg_available():
+        if kind == "postgres" and not postgres.available(PG_SERVER):
             print(f"== postgres: skipped, no server at {PG_SERVER}")
             continue
         print(f"== {kind}: {args.clients} clients, {args.seconds:.0f} s, {args.web_workers} web")

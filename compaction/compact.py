@@ -309,15 +309,13 @@ class _Run:
             self._report("selective", ran=True, why=f"failed: {error!r}", before=state.tokens)
             raise _Failure("selective_error", repr(error)) from error
         new = state.then(pruned.messages, self.policy.encoding)
-        self.emit(
-            "selective_done",
-            tokens_before=state.tokens,
-            tokens_after=new.tokens,
-            tool_blocks_kept=pruned.tool_blocks_kept,
-            tool_blocks_dropped=pruned.tool_blocks_dropped,
-            tool_calls_truncated=pruned.tool_calls_truncated,
-            tool_results_truncated=pruned.tool_results_truncated,
-        )
+        counts = {
+            "tool_blocks_kept": pruned.tool_blocks_kept,
+            "tool_blocks_dropped": pruned.tool_blocks_dropped,
+            "tool_calls_truncated": pruned.tool_calls_truncated,
+            "tool_results_truncated": pruned.tool_results_truncated,
+        }
+        self.emit("selective_done", tokens_before=state.tokens, tokens_after=new.tokens, **counts)
         changed = _differs(new.messages, state.messages)
         self._report(
             "selective",
@@ -325,12 +323,7 @@ class _Run:
             changed=changed,
             before=state.tokens,
             after=new.tokens,
-            detail={
-                "tool_blocks_kept": pruned.tool_blocks_kept,
-                "tool_blocks_dropped": pruned.tool_blocks_dropped,
-                "tool_calls_truncated": pruned.tool_calls_truncated,
-                "tool_results_truncated": pruned.tool_results_truncated,
-            },
+            detail=counts,
         )
         return (new, pruned.source_indexes) if changed else (state, None)
 
@@ -341,7 +334,7 @@ class _Run:
         snapshot's own messages).
         """
         head_end, tail_start = split_points(
-            snapshot.messages, self.policy, token_counts=snapshot.counts
+            snapshot.messages, self.policy, token_counts=snapshot.counts, force=self.force
         )
         middle = snapshot.messages[head_end:tail_start]
         if sources is None:
@@ -531,11 +524,9 @@ class _Run:
             self.failure = self.failure or "offload_error"
             return state
         new = state.then(result.messages, self.policy.encoding)
+        counts = {"offloaded_count": result.offloaded_count, "freed_chars": result.freed_chars}
         self.emit(
-            "offload_done",
-            tokens_before=state.tokens,
-            tokens_after=new.tokens,
-            detail={"offloaded_count": result.offloaded_count, "freed_chars": result.freed_chars},
+            "offload_done", tokens_before=state.tokens, tokens_after=new.tokens, detail=counts
         )
         self._report(
             "offload",
@@ -543,11 +534,7 @@ class _Run:
             changed=result.offloaded_count > 0,
             before=state.tokens,
             after=new.tokens,
-            detail={
-                "offloaded_count": result.offloaded_count,
-                "freed_chars": result.freed_chars,
-                "files": list(result.files),
-            },
+            detail={**counts, "files": list(result.files)},  # the event stays file-free
         )
         return new if result.offloaded_count else state
 
@@ -576,12 +563,8 @@ class _Run:
         phase: EventPhase = (
             "smart_truncate_done" if step == "smart_truncate" else ("hard_truncate_done")
         )
-        self.emit(
-            phase,
-            tokens_before=state.tokens,
-            tokens_after=new.tokens,
-            detail={"removed_message_count": result.removed_message_count},
-        )
+        removed = {"removed_message_count": result.removed_message_count}
+        self.emit(phase, tokens_before=state.tokens, tokens_after=new.tokens, detail=removed)
         if step == "hard_truncate" and result.truncated:
             logger.warning(
                 "history truncated to the hard limit: %d -> %d messages",
@@ -595,7 +578,7 @@ class _Run:
             changed=result.truncated,
             before=state.tokens,
             after=new.tokens,
-            detail={"removed_message_count": result.removed_message_count, **result.detail},
+            detail={**removed, **result.detail},
         )
         return new
 

@@ -13,7 +13,7 @@ import logging
 import os
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Final
+from typing import Final, get_args
 
 from .blobstore import BlobStore
 from .clock import Clock, SystemClock
@@ -21,7 +21,7 @@ from .compact import EventHandler, compact_messages
 from .messages import Message
 from .partition import should_compact
 from .policy import Policy
-from .results import CompactResult, CompactStats
+from .results import CompactResult, CompactStats, FailureReason
 from .summarizers.base import Summarizer
 from .summarizers.extractive import ExtractiveSummarizer
 from .tokens import count_tokens
@@ -32,17 +32,7 @@ __all__ = ["SUMMARY_FAILURES", "Compactor"]
 logger = logging.getLogger("compaction")
 
 #: Rollback reasons that count as a failed summary (they start the cooldown).
-SUMMARY_FAILURES: Final = frozenset(
-    {
-        "content_none",
-        "empty_summary",
-        "max_tokens_no_content",
-        "thinking_only_no_content",
-        "api_error",
-        "timeout",
-        "summarizer_error",
-    }
-)
+SUMMARY_FAILURES: Final = frozenset(get_args(FailureReason))
 _FALLBACKS: Final = ("smart_truncate", "hard_truncate")
 
 

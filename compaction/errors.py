@@ -66,8 +66,7 @@ class UnknownEncodingError(CompactionError, ValueError):
 class SummaryError(CompactionError):
     """A summarizer could not produce a usable summary; `reason` is a stable failure name.
 
-    Reasons: content_none, empty_summary, max_tokens_no_content, thinking_only_no_content,
-    api_error, timeout.
+    The reasons are the values of `compaction.results.FailureReason`.
     """
 
     def __init__(self, reason: str, detail: str = "", *, retryable: bool = True) -> None:

@@ -8,6 +8,10 @@ no token budget: the tail is exactly `keep_recent_messages` (seed 001 REQ-3.3). 
 never starts on a tool_result, so a tool_use is never separated from its result (this may
 move the start earlier). Middle: what lies between.
 
+A forced compaction (the user or the agent asked for one) whose token-budget tail would
+cover everything falls back to the count tail of `keep_recent_messages`, so "compact now"
+on a session smaller than the tail budget still summarizes its older messages.
+
 Round protection never makes compaction impossible: a round is pulled into the tail only
 while head + summary + tail stay under the trigger threshold, and never when that would
 leave the middle empty. So a session of one prompt and many tool calls (one round) keeps
@@ -46,14 +50,17 @@ def partition(
     policy: Policy | None = None,
     *,
     token_counts: Sequence[int] | None = None,
+    force: bool = False,
 ) -> Partition:
     """Split `messages` into head, middle and tail (new lists holding the same dicts).
 
-    `token_counts` (one per message, e.g. cached by the web app) saves a re-count.
+    `token_counts` (one per message, e.g. cached by the web app) saves a re-count; `force`
+    (a compaction someone asked for) keeps a middle whenever more than
+    `keep_recent_messages` messages follow the head.
     """
     policy = policy or Policy()
     ensure_valid(messages)
-    head_end, tail_start = split_points(messages, policy, token_counts=token_counts)
+    head_end, tail_start = split_points(messages, policy, token_counts=token_counts, force=force)
     return Partition(
         head=list(messages[:head_end]),
         middle=list(messages[head_end:tail_start]),
@@ -76,6 +83,7 @@ def split_points(
     policy: Policy,
     *,
     token_counts: Sequence[int] | None = None,
+    force: bool = False,
 ) -> tuple[int, int]:
     """`(head_end, tail_start)`: the middle is `messages[head_end:tail_start]`.
 
@@ -92,8 +100,10 @@ def split_points(
     start = len(messages)
     if policy.tail_retention_ratio > 0:
         start = _budget_start(counts, head_end, policy.tail_retention_tokens)
-    start = max(head_end, min(start, len(messages) - policy.keep_recent_messages))
-    start = _safe_start(messages, head_end, start)
+    count_start = len(messages) - policy.keep_recent_messages
+    start = _safe_start(messages, head_end, max(head_end, min(start, count_start)))
+    if force and start <= head_end:
+        start = _safe_start(messages, head_end, max(head_end, count_start))
     if "selective" in policy.steps and policy.dialogue_rounds_keep_min > 0:
         start = _protect_rounds(messages, counts, head_end, start, policy)
     return head_end, start

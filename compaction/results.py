@@ -21,6 +21,7 @@ __all__ = [
     "TruncateResult",
 ]
 
+#: Why a summary failed: `SummaryError.reason`, and a rollback reason that starts the cooldown.
 FailureReason = Literal[
     "content_none",
     "empty_summary",
@@ -28,6 +29,7 @@ FailureReason = Literal[
     "thinking_only_no_content",
     "api_error",
     "timeout",
+    "summarizer_error",
 ]
 
 EventPhase = Literal[

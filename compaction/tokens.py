@@ -14,15 +14,14 @@ import os
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final
-from unittest import mock
 
 import tiktoken
 import tiktoken.load
-from tiktoken_ext import openai_public
 
 from .errors import InvalidMessagesError, Problem, UnknownEncodingError
 
@@ -40,16 +39,57 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 DEFAULT_ENCODING: Final = "o200k_base"
-#: Encodings shipped by bpe-openai, with tiktoken's constructor for each.
-ENCODINGS: Final = {
-    "o200k_base": openai_public.o200k_base,
-    "cl100k_base": openai_public.cl100k_base,
+
+
+@dataclass(frozen=True)
+class _EncodingSource:
+    """What tiktoken_ext/openai_public.py builds an encoding from, minus the download."""
+
+    file_name: str
+    expected_hash: str
+    pat_str: str
+    special_tokens: Mapping[str, int]
+
+
+# Copied from tiktoken_ext/openai_public.py (tests check they still match): calling its
+# constructors would need their module-global loader patched, which other threads see.
+_O200K_PATTERN: Final = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+_CL100K_PATTERN: Final = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""  # noqa: E501
+
+#: Encodings shipped by bpe-openai, with what tiktoken builds each from.
+ENCODINGS: Final[Mapping[str, _EncodingSource]] = {
+    "o200k_base": _EncodingSource(
+        file_name="o200k_base.tiktoken",
+        expected_hash="446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        pat_str=_O200K_PATTERN,
+        special_tokens={"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+    ),
+    "cl100k_base": _EncodingSource(
+        file_name="cl100k_base.tiktoken",
+        expected_hash="223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+        pat_str=_CL100K_PATTERN,
+        special_tokens={
+            "<|endoftext|>": 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            "<|endofprompt|>": 100276,
+        },
+    ),
 }
 #: Images and binary documents are counted at this fixed estimate: their pixels are not
 #: known here, and ~1,600 tokens is what Anthropic bills for a full-size image.
 IMAGE_TOKENS: Final = 1600
-
-_load_lock = threading.Lock()
 
 
 def _vocabulary_cache_dir() -> Path:
@@ -78,13 +118,16 @@ def _offline_load(url: str, expected_hash: str | None = None) -> dict[bytes, int
 def get_encoding(name: str | None = None) -> tiktoken.Encoding:
     """The tiktoken encoding `name` (default o200k_base), loaded offline and hash-checked."""
     name = name or DEFAULT_ENCODING
-    constructor = ENCODINGS.get(name)
-    if constructor is None:
+    source = ENCODINGS.get(name)
+    if source is None:
         known = ", ".join(sorted(ENCODINGS))
         raise UnknownEncodingError(f"unknown encoding {name!r}; known: {known}")
-    with _load_lock, mock.patch.object(openai_public, "load_tiktoken_bpe", _offline_load):
-        spec = constructor()
-    return tiktoken.Encoding(**spec)
+    return tiktoken.Encoding(
+        name=name,
+        pat_str=source.pat_str,
+        mergeable_ranks=_offline_load(source.file_name, source.expected_hash),
+        special_tokens=dict(source.special_tokens),
+    )
 
 
 def count_text_tokens(text: str, encoding: str | None = None) -> int:

@@ -8,7 +8,6 @@ path, 429 throttled.
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 from typing import Any
@@ -26,7 +25,7 @@ from compaction import (
     InvalidMessagesError,
     PolicyError,
 )
-from sessions_app.api import compact, compactions, context, health, jobs, sessions
+from sessions_app.api import compact, compactions, context, health, jobs, sessions, transfer
 from sessions_app.auth import ApiKeyAuth, SessionCsrfAuth
 from sessions_app.services.errors import Conflict
 
@@ -173,22 +172,11 @@ def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResp
     return response
 
 
-def _add_optional_router(module: str, prefix: str) -> None:
-    """Routers written by other parts of the project, mounted when they exist."""
-    try:
-        router = importlib.import_module(module).router
-    except ModuleNotFoundError as error:
-        if error.name != module:
-            raise
-        return
-    api.add_router(prefix, router)
-
-
 api.add_router("", health.router)
 api.add_router("", compact.router)
 # Import and export (sessions_app/api/transfer.py) first: `/sessions/import` must win over
 # `/sessions/{session_id}`.
-_add_optional_router("sessions_app.api.transfer", "/sessions")
+api.add_router("/sessions", transfer.router)
 api.add_router("/sessions", sessions.router)
 api.add_router("/sessions", context.router)
 api.add_router("/sessions", compactions.router)

@@ -13,7 +13,6 @@ same format as ctxweb's own, so it can be reverted like one.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import tempfile
@@ -42,6 +41,7 @@ from .importers.source import Progress, Source, open_source
 from .models import Compaction, ContextEntry, Message, Session
 from .services.policies import default_profile
 from .services.writeback import ARCHIVE_PREFIX
+from .storage import delete_stored_quietly
 
 __all__ = ["ImportReport", "import_file", "store_imported"]
 
@@ -152,7 +152,7 @@ def store_imported(
             )
     except BaseException:
         for name in saved_files:
-            _delete_quietly(name)
+            delete_stored_quietly(name)
         raise
     return sessions
 
@@ -590,8 +590,3 @@ def _save_raw(session: Session, filename: str, file: IO[bytes]) -> str:
     safe = os.path.basename(filename.replace("\\", "/")) or "transcript"
     stored = default_storage.save(f"sources/{session.pk}/{safe}", File(file))
     return str(stored)
-
-
-def _delete_quietly(name: str) -> None:
-    with contextlib.suppress(OSError):
-        default_storage.delete(name)

@@ -7,6 +7,7 @@ prefix, so nothing an engine step writes can land outside it.
 
 from __future__ import annotations
 
+import logging
 import posixpath
 from typing import Final
 
@@ -16,7 +17,9 @@ from django.core.files.storage import Storage, default_storage
 
 from compaction import BlobStoreError
 
-__all__ = ["BLOB_PREFIX", "DjangoStorageBlobStore"]
+__all__ = ["BLOB_PREFIX", "DjangoStorageBlobStore", "delete_stored_quietly"]
+
+logger = logging.getLogger("sessions_app")
 
 #: Top folder of engine blobs in the default storage: `<BLOB_PREFIX>/<session id>/<name>`.
 BLOB_PREFIX: Final = "offload"
@@ -71,3 +74,13 @@ class DjangoStorageBlobStore:
             return str(self.storage.path(stored))
         except NotImplementedError:
             return str(self.storage.url(stored))
+
+
+def delete_stored_quietly(storage_name: str) -> None:
+    """Delete a file of the default storage; a failure is logged, never raised (best effort)."""
+    try:
+        default_storage.delete(storage_name)
+    except OSError:
+        logger.warning(
+            "could not delete a stored file", exc_info=True, extra={"file": storage_name}
+        )

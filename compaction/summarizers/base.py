@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ..messages import Message
 
@@ -28,6 +28,7 @@ class SummaryRequest:
     encoding: str | None = None
 
 
+@runtime_checkable
 class Summarizer(Protocol):
     """Turns a span of messages into summary text, or raises SummaryError with a reason."""
 

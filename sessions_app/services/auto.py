@@ -14,16 +14,18 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
+from django.db.models import F
 from django.utils import timezone
 
 from compaction import CompactionError, Policy
 from compaction.compactor import SUMMARY_FAILURES
+from compaction.hard_truncate import hard_truncate
 
 from ..models import Compaction, CompactionJob, CompactionProfile, Session
 from .compacting import CompactionOutcome, compact_session
 from .context import Format, check, context_payload
 from .errors import Conflict
-from .jobs import active_job, enqueue_compaction
+from .jobs import queue_compaction
 from .policies import policy_for, profile_for
 from .sessions import refresh_totals
 from .writeback import CommitMeta, commit_context, take_snapshot
@@ -89,13 +91,20 @@ def post_call_check(
     policy = policy_for(session, profile)
     if not policy.enabled or policy.scaled(total) < policy.threshold:
         return None
-    if in_cooldown(session) or active_job(session) is not None:
+    if in_cooldown(session):
+        return None
+    # The model's own count decides (seed 004 §1): it sees tool definitions and overheads
+    # the stored messages do not, so the job compacts even if the stored count is lower.
+    job, queued = queue_compaction(
+        session, params={"trigger": Compaction.Trigger.AUTO, "force": True}
+    )
+    if not queued:
         return None
     logger.info(
-        "real usage over the threshold: queueing a compaction",
+        "real usage over the threshold: compaction queued",
         extra={"session_id": str(session.pk), "trigger": "auto", "tokens": total},
     )
-    return enqueue_compaction(session, params={"trigger": Compaction.Trigger.AUTO})
+    return job
 
 
 def usage_tokens(usage: Mapping[str, Any]) -> int:
@@ -123,12 +132,12 @@ def note_outcome(session: Session, outcome: CompactionOutcome, profile: Compacti
     """Start the cooldown after a failed summary (seed 004); clear it after a success."""
     summary_failed = outcome.result is not None and outcome.result.reason in SUMMARY_FAILURES
     if outcome.failed or summary_failed:
-        failures = session.compaction_failures + 1
         until = timezone.now() + timedelta(seconds=profile.cooldown_seconds)
+        # Counted in the database: `session` may be stale (a job's copy, a concurrent run).
         Session.objects.filter(pk=session.pk).update(
-            compaction_failures=failures, cooldown_until=until
+            compaction_failures=F("compaction_failures") + 1, cooldown_until=until
         )
-        session.compaction_failures, session.cooldown_until = failures, until
+        session.refresh_from_db(fields=["compaction_failures", "cooldown_until"])
     elif outcome.compacted:
         Session.objects.filter(pk=session.pk).update(compaction_failures=0, cooldown_until=None)
         session.compaction_failures, session.cooldown_until = 0, None
@@ -161,8 +170,6 @@ def _enforce_hard_limit(
     refresh_totals(session)
     if policy.scaled(session.context_tokens) <= policy.effective_hard_limit:
         return None
-    from compaction.hard_truncate import hard_truncate
-
     snapshot = take_snapshot(session)
     result = hard_truncate([*snapshot.messages], policy)
     if not result.truncated:

@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from compaction.messages import SUMMARY_KEY
-
-from ..models import ContextEntry, Message, Session
+from ..models import ContextEntry, Session
 
 __all__ = [
     "ENTRY_KEY",
@@ -64,22 +62,4 @@ def entry_snapshot(entry: ContextEntry) -> dict[str, Any]:
         "extra": entry.extra,
         "token_count": entry.token_count,
         "message": entry_message(entry),
-    }
-
-
-def is_summary_entry(entry: ContextEntry) -> bool:
-    """True for an entry made by a compaction."""
-    return entry.kind == ContextEntry.Kind.SUMMARY or SUMMARY_KEY in entry.extra
-
-
-def message_row_dict(row: Message) -> dict[str, Any]:
-    """A history message as the API shows it."""
-    return {
-        "seq": row.seq,
-        "role": row.role,
-        "content": row.content,
-        "extra": row.extra,
-        "created_at": row.created_at,
-        "token_count": row.token_count,
-        "original_id": row.original_id,
     }

@@ -29,7 +29,10 @@ from django.utils import timezone
 from compaction import CompactionEvent
 
 from ..models import CompactionJob, Session
+from ..tasks import run_compaction_job
+from .compacting import compact_session
 from .errors import Conflict
+from .policies import profile_for
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -38,6 +41,7 @@ __all__ = [
     "active_job",
     "enqueue_compaction",
     "heartbeat_seconds",
+    "queue_compaction",
     "reap_stale_jobs",
     "retry_seconds",
     "run_job",
@@ -53,7 +57,7 @@ MAX_ATTEMPTS: Final = 2
 #: the archive write failed, the database failed at commit, a concurrent compaction won.
 RETRIED_FAILURES: Final = ("archive_error", "database_error", "conflict")
 _ACTIVE = (CompactionJob.Status.QUEUED, CompactionJob.Status.RUNNING)
-_PARAMS = ("trigger", "profile", "instructions", "summary")
+_PARAMS = ("trigger", "profile", "instructions", "summary", "force")
 
 
 def heartbeat_seconds() -> float:
@@ -72,19 +76,37 @@ def retry_seconds() -> float:
 
 
 def enqueue_compaction(session: Session, *, params: Mapping[str, Any]) -> CompactionJob:
-    """Queue a background compaction of `session`; `params` as compact_session's keywords."""
-    from ..tasks import run_compaction_job
+    """Queue a background compaction of `session`; `params` as compact_session's keywords.
 
+    A session has at most one active job: when one is already queued or running, it is
+    returned instead and nothing is queued.
+    """
+    return queue_compaction(session, params=params)[0]
+
+
+def queue_compaction(session: Session, *, params: Mapping[str, Any]) -> tuple[CompactionJob, bool]:
+    """enqueue_compaction's job, and whether it was queued now (False: it was already active)."""
     clean = {key: params[key] for key in _PARAMS if params.get(key) is not None}
     clean.setdefault("trigger", "manual")
     with transaction.atomic():
-        job = CompactionJob.objects.create(session=session, params=clean, phase="queued")
-        job.task_id = str(run_compaction_job.enqueue(str(job.pk)).id)
-        CompactionJob.objects.filter(pk=job.pk, task_id="").update(task_id=job.task_id)
+        # The session row lock serializes concurrent callers: the second one sees the first job.
+        Session.objects.select_for_update().filter(pk=session.pk).first()
+        running = active_job(session)
+        if running is not None:
+            return running, False
+        job = _queue_job(session, clean)
     logger.info(
         "compaction queued",
         extra={"session_id": str(session.pk), "job": str(job.pk), "trigger": clean["trigger"]},
     )
+    return job, True
+
+
+def _queue_job(session: Session, params: dict[str, Any]) -> CompactionJob:
+    """A new job row and its task (call inside a transaction)."""
+    job = CompactionJob.objects.create(session=session, params=params, phase="queued")
+    job.task_id = str(run_compaction_job.enqueue(str(job.pk)).id)
+    CompactionJob.objects.filter(pk=job.pk, task_id="").update(task_id=job.task_id)
     return job
 
 
@@ -95,9 +117,7 @@ def active_job(session: Session) -> CompactionJob | None:
 
 def run_job(job_id: str) -> dict[str, Any]:
     """Run a queued job (the task body): claim it, compact, record events and the outcome."""
-    from .auto import note_outcome
-    from .compacting import compact_session
-    from .policies import profile_for
+    from .auto import note_outcome  # lazy: auto imports this module
 
     now = timezone.now()
     claimed = CompactionJob.objects.filter(pk=job_id, status=CompactionJob.Status.QUEUED).update(
@@ -122,6 +142,7 @@ def run_job(job_id: str) -> dict[str, Any]:
                 profile=profile,
                 instructions=params.get("instructions"),
                 summary=params.get("summary"),
+                force=params.get("force"),
                 on_event=recorder,
             )
             compaction = outcome.compaction
@@ -173,7 +194,10 @@ def _requeue(
         return None
     with transaction.atomic():
         locked = CompactionJob.objects.select_for_update().filter(pk=job.pk).first()
-        if locked is None or locked.status != CompactionJob.Status.RUNNING:
+        if locked is None or (locked.status, locked.attempts) != (
+            CompactionJob.Status.RUNNING,
+            job.attempts,
+        ):
             return None
         note = {
             "phase": "retry",
@@ -202,8 +226,6 @@ def _requeue(
 
 def _retry_task() -> Any:
     """The task to queue for a re-run: deferred by retry_seconds() when the backend can."""
-    from ..tasks import run_compaction_job
-
     delay = retry_seconds()
     if delay > 0 and run_compaction_job.get_backend().supports_defer:
         return run_compaction_job.using(run_after=timezone.now() + timedelta(seconds=delay))
@@ -224,7 +246,7 @@ def _finish(
         *recorder.events,
         {"phase": "failed" if failed else "done", "reason": reason or error or None},
     ]
-    CompactionJob.objects.filter(pk=job.pk).update(
+    updated = _this_run(job).update(
         status=status,
         phase="failed" if failed else "done",
         events=events,
@@ -232,6 +254,9 @@ def _finish(
         compaction=compaction,
         finished_at=timezone.now(),
     )
+    if not updated:
+        _log_lost(job, "finish")
+        return {"job": str(job.pk), "status": "lost", "compaction": None, "error": error or None}
     return {
         "job": str(job.pk),
         "status": status,
@@ -240,18 +265,43 @@ def _finish(
     }
 
 
+def _this_run(job: CompactionJob) -> Any:
+    """The job row while it is still this run's: running, at this run's attempt.
+
+    A slow run whose job the reaper re-queued (and perhaps another worker re-ran) must not
+    overwrite the job, so every write of a run goes through this filter.
+    """
+    return CompactionJob.objects.filter(
+        pk=job.pk, status=CompactionJob.Status.RUNNING, attempts=job.attempts
+    )
+
+
+def _log_lost(job: CompactionJob, write: str) -> None:
+    logger.warning(
+        "compaction job is no longer this run's (reaped meanwhile); %s not written",
+        write,
+        extra={"job": str(job.pk), "session_id": str(job.session_id), "attempt": job.attempts},
+    )
+
+
 class _EventRecorder:
     """on_event for a job: each phase event stored on the job row as it happens."""
 
     def __init__(self, job: CompactionJob) -> None:
-        self.job_id = job.pk
+        self.job = job
         self.events: list[dict[str, Any]] = list(job.events)
+        self.lost = False
 
     def __call__(self, event: CompactionEvent) -> None:
         self.events.append({**event.to_dict(), "at": timezone.now().isoformat()})
-        CompactionJob.objects.filter(pk=self.job_id).update(
+        if self.lost:
+            return
+        updated = _this_run(self.job).update(
             phase=event.phase, events=self.events, heartbeat_at=timezone.now()
         )
+        if not updated:
+            self.lost = True
+            _log_lost(self.job, f"event {event.phase!r}")
 
 
 class Heartbeat:
@@ -324,8 +374,6 @@ def _same_uuid(task_id: str, ids: list[str]) -> bool:
 
 
 def _reap(job_id: Any, cutoff: Any, *, queued: bool = False) -> bool:
-    from ..tasks import run_compaction_job
-
     with transaction.atomic():
         job = CompactionJob.objects.select_for_update().filter(pk=job_id).first()
         expected = CompactionJob.Status.QUEUED if queued else CompactionJob.Status.RUNNING

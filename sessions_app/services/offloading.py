@@ -16,7 +16,7 @@ from compaction.offload import offload_tool_results
 
 from ..models import ContextEntry, Session
 from ..storage import BLOB_PREFIX, DjangoStorageBlobStore
-from .entries import ENTRY_KEY, split_message
+from .entries import ENTRY_KEY, split_message, tagged_message
 from .errors import Conflict
 from .policies import profile_for
 from .sessions import refresh_totals
@@ -92,8 +92,6 @@ class _NamesWritten:
 
 
 def _pending_messages(snapshot: ContextSnapshot) -> list[dict[str, Any]]:
-    from .entries import tagged_message
-
     return [tagged_message(entry) for entry in snapshot.pending]
 
 

@@ -9,6 +9,7 @@ from django.utils.module_loading import import_string
 
 from compaction import Policy, PolicyError, Summarizer
 from compaction.summarizers.anthropic import AnthropicSummarizer
+from compaction.summarizers.extractive import ExtractiveSummarizer
 
 from ..models import CompactionProfile, Session
 
@@ -88,7 +89,5 @@ def summarizer_for(profile: CompactionProfile) -> Summarizer:
 
 
 def _extractive(profile: CompactionProfile) -> Summarizer:
-    from compaction.summarizers.extractive import ExtractiveSummarizer
-
     summarizer: Summarizer = ExtractiveSummarizer()
     return summarizer

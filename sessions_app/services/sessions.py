@@ -21,7 +21,7 @@ from compaction.validation import validate_messages
 
 from ..models import Compaction, CompactionProfile, ContextEntry, Message, Session
 from ..nul import nul_problems
-from ..storage import BLOB_PREFIX
+from ..storage import BLOB_PREFIX, delete_stored_quietly
 from .entries import entry_message, split_message
 from .errors import VersionConflict
 from .policies import profile_for
@@ -139,16 +139,15 @@ def _copies(messages: Iterable[Any]) -> list[Any]:
 
 def delete_session(session: Session) -> None:
     """Delete a session with its history, context, compactions, jobs and stored files."""
-    family = [session.pk, *Session.objects.filter(parent=session).values_list("pk", flat=True)]
-    names = [
-        name
-        for name in Compaction.objects.filter(session__in=family).values_list("archive", flat=True)
-        if name
-    ]
     with transaction.atomic():
+        # Locked first, so a compaction committing meanwhile cannot add an archive unseen.
+        Session.objects.select_for_update().filter(pk=session.pk).first()
+        family = [session.pk, *Session.objects.filter(parent=session).values_list("pk", flat=True)]
+        archives = Compaction.objects.filter(session__in=family).values_list("archive", flat=True)
+        names = [name for name in archives if name]
         session.delete()
     for name in names:
-        _delete_quietly(name)
+        delete_stored_quietly(name)
     for pk in family:
         _delete_tree_quietly(f"{BLOB_PREFIX}/{pk}/")
 
@@ -319,19 +318,12 @@ def _created_at(extra: Mapping[str, Any], default: datetime) -> datetime:
     return default
 
 
-def _delete_quietly(name: str) -> None:
-    try:
-        default_storage.delete(name)
-    except OSError:
-        logger.warning("could not delete stored file", extra={"file": name})
-
-
 def _delete_tree_quietly(prefix: str) -> None:
     try:
         directories, files = default_storage.listdir(prefix)
     except (OSError, NotImplementedError):
         return
     for name in files:
-        _delete_quietly(f"{prefix}{name}")
+        delete_stored_quietly(f"{prefix}{name}")
     for directory in directories:
         _delete_tree_quietly(f"{prefix}{directory}/")

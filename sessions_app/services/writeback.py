@@ -26,6 +26,7 @@ from compaction.messages import SUMMARY_KEY, is_summary_message, tool_use_ids
 
 from ..models import Compaction, ContextEntry, Session
 from ..nul import strip_nul
+from ..storage import delete_stored_quietly
 from .entries import ENTRY_KEY, entry_snapshot, load_entries, split_message, tagged_message
 from .errors import Conflict
 
@@ -138,7 +139,7 @@ def commit_context(
             refresh_session_totals(session, bump_revision=True)
     except BaseException:
         if stored_name:
-            _delete_archive(stored_name)
+            delete_stored_quietly(stored_name)
         raise
     snapshot.session.refresh_from_db()
     return compaction
@@ -414,13 +415,6 @@ def _write_archive(session: Session, compaction: Compaction, plan: _Plan, now: A
         return str(default_storage.save(name, ContentFile(data)))
     except (OSError, TypeError, ValueError) as error:
         raise ArchiveError(f"could not write the archive: {error}") from error
-
-
-def _delete_archive(name: str) -> None:
-    try:
-        default_storage.delete(name)
-    except OSError:
-        logger.warning("could not delete an orphan archive", extra={"file": name})
 
 
 def _apply(session: Session, compaction: Compaction, plan: _Plan) -> None:

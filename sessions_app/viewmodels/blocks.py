@@ -96,11 +96,6 @@ class MessageView:
     hidden: bool = False
     kind: str = "message"
 
-    @property
-    def dom_id(self) -> str:
-        """A stable element id for the message."""
-        return f"m-{self.seq}" if self.seq is not None else ""
-
 
 def _cut(text: str, limit: int) -> tuple[str, bool]:
     if len(text) <= limit:

@@ -82,6 +82,14 @@ def _params(form: CompactForm) -> dict[str, Any]:
     }
 
 
+def _valid_form(request: HttpRequest) -> CompactForm | HttpResponse:
+    """The posted compaction form when valid, else the error notice to answer with."""
+    form = CompactForm(request.POST)
+    if form.is_valid():
+        return form
+    return _error(request, "Check the compaction settings.")
+
+
 def _error(request: HttpRequest, message: str, *, status: int = 200) -> HttpResponse:
     return render(request, f"{ACTIONS}#notice", {"level": "error", "text": message}, status=status)
 
@@ -111,9 +119,9 @@ def _preview_rows(session: Session, entry_ids: list[Any]) -> list[PreviewRow]:
 def compact_preview(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """Dry run: what would be summarized, the predicted tokens and summary; nothing stored."""
     session = owned_session(request, session_id)
-    form = CompactForm(request.POST)
-    if not form.is_valid():
-        return _error(request, "Check the compaction settings.")
+    form = _valid_form(request)
+    if isinstance(form, HttpResponse):
+        return form
     params = _params(form)
     try:
         outcome = compact_session(session, dry_run=True, **params)
@@ -137,15 +145,12 @@ def compact_preview(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse
 def compact(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """Queue a background compaction and answer with its live progress."""
     session = owned_session(request, session_id)
-    form = CompactForm(request.POST)
-    if not form.is_valid():
-        return _error(request, "Check the compaction settings.")
+    form = _valid_form(request)
+    if isinstance(form, HttpResponse):
+        return form
     profile = form.cleaned_data["profile"]
     if profile and not CompactionProfile.objects.filter(name=profile).exists():
         return _error(request, f"Unknown profile {profile!r}.")
-    running = jobs.active_job(session)
-    if running is not None:
-        return _job_response(request, session, running)
     job = jobs.enqueue_compaction(session, params={**_params(form), "trigger": "manual"})
     job.refresh_from_db()
     return _job_response(request, session, job)

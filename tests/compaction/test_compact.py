@@ -24,13 +24,9 @@ from compaction import (
 from compaction.blobstore import LocalBlobStore
 from compaction.errors import BlobStoreError
 from compaction.messages import SUMMARY_KEY, SUMMARY_PREFIX, is_summary_message
-from tests.support.histories import assistant, exchange, system, user
+from tests.support.histories import assistant, exchange, system, user, words
 
 SUMMARY = "Goals and key decisions:\n- fix the parser"
-
-
-def words(count: int, word: str = "alpha") -> str:
-    return " ".join([word] * count)
 
 
 def history() -> list[dict[str, object]]:

@@ -32,13 +32,9 @@ from compaction.messages import (
     tool_use_ids,
 )
 from compaction.summarizers.extractive import KEY_IDENTIFIERS
-from tests.support.histories import assistant, exchange, system, user
+from tests.support.histories import assistant, exchange, system, user, words
 
 SUMMARY = "Goals and key decisions:\n- carry on"
-
-
-def words(count: int, word: str = "alpha") -> str:
-    return " ".join([word] * count)
 
 
 def tool_history(blocks: int = 8, result_words: int = 150) -> list[dict[str, object]]:
@@ -154,11 +150,15 @@ def test_the_partition_is_decided_before_pruning():
 
 
 def test_pruning_is_rolled_back_when_nothing_is_left_to_summarize():
-    # The whole context fits the tail even before pruning: the summary has nothing to do,
-    # and the pruning does not commit alone (seed 004: only a successful summary commits).
-    messages = tool_history(blocks=6, result_words=40)
+    # Fewer messages than keep_recent_messages: even a forced summary has nothing to do, and
+    # the pruning does not commit alone (seed 004: only a successful summary commits).
+    messages = tool_history(blocks=3, result_words=40)
     policy = chain_policy(
-        steps=("selective", "summary"), tail_retention_ratio=1.0, context_limit=1000
+        steps=("selective", "summary"),
+        tail_retention_ratio=1.0,
+        context_limit=1000,
+        keep_recent_messages=len(messages),
+        tool_blocks_keep_recent=1,
     )
 
     result = compact_messages(messages, policy, force=True)

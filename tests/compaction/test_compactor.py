@@ -5,13 +5,9 @@ from __future__ import annotations
 import pytest
 
 from compaction import Compactor, Policy, ScriptedSummarizer, SummaryError, count_tokens
-from tests.support.histories import assistant, system, user
+from tests.support.histories import assistant, system, user, words
 
 SUMMARY = "Goals and key decisions:\n- keep going"
-
-
-def words(count: int) -> str:
-    return " ".join(["alpha"] * count)
 
 
 def history(pairs: int = 6) -> list[dict[str, object]]:

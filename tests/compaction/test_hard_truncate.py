@@ -17,11 +17,15 @@ from compaction import (
     validate_messages,
 )
 from compaction.hard_truncate import hard_limit_tokens, truncation_notice
-from tests.support.histories import assistant, exchange, system, tool_call, tool_results, user
-
-
-def words(count: int, word: str = "alpha") -> str:
-    return " ".join([word] * count)
+from tests.support.histories import (
+    assistant,
+    exchange,
+    system,
+    tool_call,
+    tool_results,
+    user,
+    words,
+)
 
 
 def conversation(pairs: int, size: int = 50) -> list[dict[str, object]]:

@@ -8,14 +8,18 @@ from compaction import InvalidMessagesError, Policy, count_tokens, partition, sh
 from compaction.messages import make_summary_message
 from compaction.partition import leading_system_count, split_points
 from compaction.tokens import message_token_counts
-from tests.support.histories import assistant, exchange, system, tool_call, tool_results, user
+from tests.support.histories import (
+    assistant,
+    exchange,
+    system,
+    tool_call,
+    tool_results,
+    user,
+    words,
+)
 
 # One token per word for these texts: "w w w ..." is one token per "w " pair in o200k.
 SUMMARY_ONLY = {"steps": ("summary",)}
-
-
-def words(count: int) -> str:
-    return " ".join(["alpha"] * count)
 
 
 def policy(**changes: object) -> Policy:
@@ -391,3 +395,43 @@ def test_zero_tail_ratio_and_no_recent_messages_leave_an_empty_tail():
     result = partition(messages, policy(tail_retention_ratio=0, keep_recent_messages=0))
 
     assert (result.middle, result.tail) == (messages[1:], [])
+
+
+def test_a_forced_partition_of_a_session_under_the_tail_budget_keeps_the_count_tail() -> None:
+    from compaction import Policy
+    from compaction.partition import partition as split
+    from tests.support.histories import assistant, system, user
+
+    messages = [system("s")] + [
+        m for i in range(12) for m in (user(f"question {i}"), assistant(f"answer {i}"))
+    ]
+    # A 40,000-token tail budget covers everything. (No selective step: its round
+    # protection would keep the newest 12 rounds whole, forced or not.)
+    policy = Policy(context_limit=200_000, steps=("summary",))
+
+    assert split(messages, policy).middle == []
+    forced = split(messages, policy, force=True)
+
+    assert len(forced.tail) == policy.keep_recent_messages
+    assert forced.middle == messages[1 : len(messages) - policy.keep_recent_messages]
+    assert forced.head == messages[:1]
+
+
+def test_a_forced_compaction_of_a_small_session_summarizes_its_older_messages() -> None:
+    from compaction import Policy, ScriptedSummarizer, compact_messages
+    from tests.support.histories import assistant, system, user
+
+    messages = [system("s")] + [
+        m for i in range(12) for m in (user(f"question {i}"), assistant(f"answer {i}"))
+    ]
+    result = compact_messages(
+        messages,
+        Policy(steps=("summary",)),
+        summarizer=ScriptedSummarizer(default="older turns"),
+        force=True,
+    )
+
+    assert result.compacted
+    assert result.messages[0] is messages[0]
+    assert result.messages[-10:] == messages[-10:]
+    assert result.stats.compacted_message_count == len(messages) - 11

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from compaction.errors import SummaryError
-from compaction.summarizers import ScriptedSummarizer, Summarizer, SummaryRequest
+from compaction.summarizers import (
+    AnthropicSummarizer,
+    ExtractiveSummarizer,
+    ScriptedSummarizer,
+    Summarizer,
+    SummaryRequest,
+)
 from tests.support.histories import user
 
 REQUEST = SummaryRequest([user("hello")])
@@ -62,3 +68,23 @@ def test_satisfies_the_protocol():
     summarizer: Summarizer = ScriptedSummarizer("x")
 
     assert summarizer.name == "scripted"
+
+
+@pytest.mark.parametrize(
+    "summarizer",
+    [
+        ScriptedSummarizer("x"),
+        ExtractiveSummarizer(),
+        AnthropicSummarizer("claude-test", api_key="sk-ant-dummy", base_url="http://127.0.0.1:9"),
+    ],
+    ids=["scripted", "extractive", "anthropic"],
+)
+def test_every_summarizer_is_a_runtime_summarizer(summarizer):
+    assert isinstance(summarizer, Summarizer)
+
+
+def test_an_object_without_summarize_is_not_a_summarizer():
+    class NameOnly:
+        name = "name-only"
+
+    assert not isinstance(NameOnly(), Summarizer)

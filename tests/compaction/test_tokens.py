@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import logging
 import socket
+from unittest import mock
 
 import pytest
+import tiktoken
 import tiktoken.load
+from tiktoken_ext import openai_public
 
-from compaction import count_tokens, get_encoding, message_token_counts, message_tokens
+from compaction import count_tokens, get_encoding, message_token_counts, message_tokens, tokens
 from compaction.errors import UnknownEncodingError
-from compaction.tokens import IMAGE_TOKENS, count_text_tokens
+from compaction.tokens import ENCODINGS, IMAGE_TOKENS, count_text_tokens
 from tests.support.histories import assistant, exchange, synthetic_history, user
 
 TEXT = "The quick brown fox jumps over the lazy dog; naïve café — 東京 🚀"
@@ -170,3 +173,36 @@ def test_a_corrupted_vocabulary_fails_the_hash_check(tmp_path, monkeypatch):
             get_encoding("cl100k_base")
     finally:
         get_encoding.cache_clear()
+
+
+@pytest.mark.parametrize("name", sorted(ENCODINGS))
+def test_offline_encodings_match_tiktokens_own_definitions(name):
+    # tiktoken's constructor, with its loader patched here only, is the reference.
+    with mock.patch.object(openai_public, "load_tiktoken_bpe", tokens._offline_load):
+        spec = getattr(openai_public, name)()
+    reference = tiktoken.Encoding(**spec)
+    encoding = get_encoding(name)
+
+    assert encoding.name == spec["name"]
+    assert encoding._pat_str == spec["pat_str"]
+    assert encoding._special_tokens == spec["special_tokens"]
+    assert encoding.n_vocab == reference.n_vocab
+    sample = "Hello, wörld! 12345 don't\n\n  <|endoftext|> 中文 def f(x): return x**2"
+    assert encoding.encode_ordinary(sample) == reference.encode_ordinary(sample)
+    assert encoding.encode(sample, allowed_special="all") == reference.encode(
+        sample, allowed_special="all"
+    )
+
+
+def test_offline_encodings_use_tiktokens_file_names_and_hashes():
+    asked = {}
+
+    def record(url, expected_hash=None):
+        asked[url.rsplit("/", 1)[-1]] = expected_hash
+        return {}
+
+    with mock.patch.object(openai_public, "load_tiktoken_bpe", record):
+        for name in ENCODINGS:
+            getattr(openai_public, name)()
+
+    assert {s.file_name: s.expected_hash for s in ENCODINGS.values()} == asked

@@ -16,12 +16,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+
+from tests.support import postgres
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -170,44 +173,14 @@ def pg_server_url() -> str:
     return DEFAULT_PG_SERVER
 
 
-def _pg_connect(database: str = "postgres") -> Any:
-    import psycopg
-
-    return psycopg.connect(f"{pg_server_url()}/{database}", connect_timeout=3, autocommit=True)
-
-
-def pg_available() -> bool:
-    """True when the PostgreSQL server answers."""
-    try:
-        with _pg_connect():
-            return True
-    except Exception:
-        return False
-
-
-def create_pg_database() -> tuple[str, Callable[[], None]]:
-    """A new empty database; returns its URL and a function that drops it."""
-    name = f"ctxweb_f_{os.getpid()}_{secrets.token_hex(4)}"
-    with _pg_connect() as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-
-    def drop() -> None:
-        with _pg_connect() as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-    return f"{pg_server_url()}/{name}", drop
-
-
 @pytest.fixture
 def pg_database() -> Iterator[str]:
     """The URL of a throwaway PostgreSQL database (skips when no server answers)."""
-    if not pg_available():
-        pytest.skip(f"PostgreSQL not reachable at {pg_server_url()}")
-    url, drop = create_pg_database()
-    try:
+    server = pg_server_url()
+    if not postgres.available(server):
+        pytest.skip(f"PostgreSQL not reachable at {server}")
+    with postgres.throwaway_database(server, "ctxweb_f") as url:
         yield url
-    finally:
-        drop()
 
 
 @pytest.fixture
@@ -230,7 +203,9 @@ def query(database_url: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
     if database_url.startswith("sqlite:///"):
         import sqlite3
 
-        with sqlite3.connect(database_url.removeprefix("sqlite:///"), timeout=20) as db:
+        path = database_url.removeprefix("sqlite:///")
+        # sqlite3's own context manager only commits; closing() closes the connection.
+        with closing(sqlite3.connect(path, timeout=20)) as db:
             return list(db.execute(sql.replace("%s", "?"), params).fetchall())
     import psycopg
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import http.client
-import time
 from pathlib import Path
 
 import pytest
@@ -72,7 +71,11 @@ def test_gunicorn_serves_the_app_and_whitenoise_the_static_files(
     )
     assert status == 400, "hosts outside DJANGO_ALLOWED_HOSTS are refused"
 
-    time.sleep(0.5)  # let the access log flush
-    log = processes.log("gunicorn")
-    assert log.count("Booting worker") == 2
-    assert '"GET /static/css/ctxweb.css HTTP/1.1" 200' in log, "the access log records requests"
+    access = '"GET /static/css/ctxweb.css HTTP/1.1" 200'
+
+    def logged() -> bool:
+        log = processes.log("gunicorn")
+        return access in log and log.count("Booting worker") >= 2
+
+    wait_for(logged, 10, "the access log line and two booted workers in gunicorn's log")
+    assert processes.log("gunicorn").count("Booting worker") == 2

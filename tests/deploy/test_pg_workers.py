@@ -20,9 +20,11 @@ from .conftest import Processes, manage, production_env, shell_call
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
-SESSIONS = 20
-JOBS_PER_SESSION = 10
-MESSAGES = 60
+# One active job per session (a second request returns the queued one), so 200 jobs are
+# 200 sessions with one job each.
+SESSIONS = 200
+JOBS_PER_SESSION = 1
+MESSAGES = 30
 WORKERS = 4
 DEADLINE_SECONDS = 120
 BENIGN_FAILURES = ("conflict", "compaction failed: no_savings", "compaction failed: nothing_to")

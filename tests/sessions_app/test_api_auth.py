@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
+from django.db import OperationalError
 from django.test import Client
 from django.utils import timezone
 
+from sessions_app.api import health
 from sessions_app.models import ApiKey, Session
 from tests.sessions_app.conftest import JsonClient
 
@@ -62,6 +65,21 @@ def test_health_needs_no_credentials(anon_client: JsonClient) -> None:
     response = anon_client.get("/api/health")
     assert response.status_code == 200
     assert response.json() == {"status": "ok", "database": "ok"}
+
+
+def test_health_logs_and_answers_503_when_the_database_fails(
+    anon_client: JsonClient, monkeypatch: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Unreachable:
+        def cursor(self) -> None:
+            raise OperationalError("simulated: connection refused")
+
+    monkeypatch.setattr(health, "connection", Unreachable())
+    with caplog.at_level(logging.ERROR, logger="sessions_app"):
+        response = anon_client.get("/api/health")
+    assert response.status_code == 503
+    assert response.json() == {"detail": "database unreachable"}
+    assert "simulated: connection refused" in caplog.text
 
 
 def test_a_valid_key_works_and_records_its_use(api_client: JsonClient, user: Any) -> None:

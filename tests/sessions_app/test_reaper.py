@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
+from contextlib import AbstractContextManager, nullcontext
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from django_tasks_db.models import DBTaskResult
 from sessions_app.models import CompactionJob, Session
 from sessions_app.services.jobs import enqueue_compaction, reap_stale_jobs
 from tests.sessions_app.reaper_scenario import MARKER
+from tests.support import postgres
 
 ROOT = Path(settings.BASE_DIR)
 
@@ -83,25 +84,30 @@ def test_a_task_claimed_by_a_worker_that_died_before_starting_the_job(job: Compa
 # --- a real worker, killed -----------------------------------------------------------------
 
 
-def _throwaway_database() -> tuple[str | None, str | None]:
-    """(DATABASE_URL for the subprocesses, database to drop): a new PostgreSQL database when
-    the suite runs on PostgreSQL, else None (a SQLite file in the test's data directory)."""
+def _database_url() -> AbstractContextManager[str | None]:
+    """DATABASE_URL for the subprocesses: a throwaway PostgreSQL database when the suite runs
+    on PostgreSQL, else None (a SQLite file in the test's data directory)."""
     if connection.vendor != "postgresql":
-        return None, None
-    name = f"ctxweb_reaper_{uuid.uuid4().hex[:12]}"
-    params = connection.settings_dict
-    with connection.cursor() as cursor:
-        cursor.execute(f'CREATE DATABASE "{name}"')
-    user = params.get("USER") or "postgres"
-    password = f":{params['PASSWORD']}" if params.get("PASSWORD") else ""
-    host = params.get("HOST") or "127.0.0.1"
-    port = params.get("PORT") or 5432
-    return f"postgresql://{user}{password}@{host}:{port}/{name}", name
+        return nullcontext(None)
+    server = postgres.server_url(connection.settings_dict)
+    return postgres.throwaway_database(server, "ctxweb_reaper")
 
 
-def _drop_database(name: str) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+#: Run in a subprocess with the job's id: its heartbeat goes stale at once, with no waiting.
+_BACKDATE_HEARTBEAT = """
+import sys
+from datetime import timedelta
+
+import django
+
+django.setup()
+from django.utils import timezone
+
+from sessions_app.models import CompactionJob
+
+stamp = timezone.now() - timedelta(minutes=10)
+CompactionJob.objects.filter(pk=sys.argv[1]).update(heartbeat_at=stamp, started_at=stamp)
+"""
 
 
 def _run(env: dict[str, str], *args: str, timeout: float = 60) -> str:
@@ -128,17 +134,15 @@ def _worker(env: dict[str, str], *extra: str) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_killed_mid_job_is_reaped_and_the_job_rerun(tmp_path: Path) -> None:
-    url, dropped = _throwaway_database()
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     env.update(
         CTXWEB_DATA_DIR=str(tmp_path),
         DJANGO_SETTINGS_MODULE="tests.sessions_app.worker_settings",
         PYTHONPATH=str(ROOT),
     )
-    if url:
-        env["DATABASE_URL"] = url
-    worker = None
-    try:
+    with _database_url() as url:
+        if url:
+            env["DATABASE_URL"] = url
         _run(env, "manage.py", "migrate", "--no-input", "-v0", timeout=120)
         job_id = (
             _run(env, "-m", "tests.sessions_app.reaper_scenario", "setup").strip().splitlines()[-1]
@@ -146,26 +150,26 @@ def test_a_worker_killed_mid_job_is_reaped_and_the_job_rerun(tmp_path: Path) -> 
         worker = subprocess.Popen(
             _worker(env), cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        marker = tmp_path / MARKER
-        deadline = time.monotonic() + 30
-        while not marker.exists():
-            assert worker.poll() is None, "the worker exited early"
-            assert time.monotonic() < deadline, "the job never reached the summarizer"
-            time.sleep(0.1)
-        os.kill(worker.pid, signal.SIGKILL)
-        worker.wait(10)
+        try:
+            marker = tmp_path / MARKER
+            deadline = time.monotonic() + 30
+            while not marker.exists():
+                assert worker.poll() is None, "the worker exited early"
+                assert time.monotonic() < deadline, "the job never reached the summarizer"
+                time.sleep(0.1)
+            os.kill(worker.pid, signal.SIGKILL)
+            worker.wait(10)
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait(10)
         stuck = json.loads(_run(env, "-m", "tests.sessions_app.reaper_scenario", "inspect", job_id))
         assert stuck["status"] == "running"
         assert list(stuck["tasks"].values()) == ["RUNNING"]
-        time.sleep(1.2)  # the heartbeat goes stale (CTXWEB_JOB_STALE_SECONDS = 1)
+        _run(env, "-c", _BACKDATE_HEARTBEAT, job_id)
         # A new worker reaps on start, re-queues the job once and runs it; --batch then exits.
         _run(env, *_worker(env, "--batch")[1:], timeout=60)
         final = json.loads(_run(env, "-m", "tests.sessions_app.reaper_scenario", "inspect", job_id))
-    finally:
-        if worker is not None and worker.poll() is None:
-            worker.kill()
-        if dropped:
-            _drop_database(dropped)
     assert final["status"] == "succeeded", final
     assert final["attempts"] == 2
     assert "worker_lost" in final["phases"]

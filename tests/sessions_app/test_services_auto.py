@@ -10,8 +10,16 @@ import pytest
 from compaction import SummaryError
 from compaction.messages import is_summary_message
 from sessions_app.models import Compaction, CompactionJob, CompactionProfile, Session
-from sessions_app.services.auto import in_cooldown, post_call_check, prepare_context, usage_tokens
+from sessions_app.services.auto import (
+    in_cooldown,
+    note_outcome,
+    post_call_check,
+    prepare_context,
+    usage_tokens,
+)
+from sessions_app.services.compacting import CompactionOutcome
 from sessions_app.services.context import runtime_messages
+from sessions_app.services.jobs import run_job
 from tests.support.histories import assistant, user
 
 pytestmark = pytest.mark.django_db
@@ -139,13 +147,30 @@ def test_post_call_check_records_usage_and_queues_when_over(
     reply = assistant("x", usage={"input_tokens": 9000, "output_tokens": 500})
     job = post_call_check(session, [reply])
     assert job is not None
-    assert job.params == {"trigger": "auto"}
+    assert job.params == {"trigger": "auto", "force": True}
     last_usage = Session.objects.get(pk=session.pk).last_usage
     assert last_usage is not None
     assert last_usage["total_tokens"] == 9500
     # A second over-threshold reply while the job is queued queues nothing more.
     assert post_call_check(session, [reply]) is None
     assert CompactionJob.objects.count() == 1
+
+
+def test_a_job_queued_by_real_usage_compacts_though_the_stored_count_is_lower(
+    make_session: Any, profile: CompactionProfile, conversation: Any
+) -> None:
+    # The stored messages are far under the threshold; the model says the call was over it
+    # (tool definitions and overheads count there too), so the queued job must compact.
+    session = make_session(messages=conversation(12), context_limit=100_000, profile=profile)
+    reply = assistant("x", usage={"input_tokens": 95_000, "output_tokens": 500})
+    job = post_call_check(session, [reply])
+    assert job is not None
+
+    outcome = run_job(str(job.pk))
+
+    job.refresh_from_db()
+    assert job.status == CompactionJob.Status.SUCCEEDED, outcome
+    assert [m for m in runtime_messages(session) if is_summary_message(m)]
 
 
 def test_post_call_check_ignores_messages_without_usage(make_session: Any) -> None:
@@ -165,3 +190,17 @@ def test_post_call_check_ignores_messages_without_usage(make_session: Any) -> No
 )
 def test_usage_tokens(usage: dict[str, int], total: int) -> None:
     assert usage_tokens(usage) == total
+
+
+def test_a_failure_is_counted_in_the_database_not_on_a_stale_copy(
+    make_session: Any, profile: CompactionProfile
+) -> None:
+    session = make_session(messages=[user("hi")], profile=profile)
+    stale = Session.objects.get(pk=session.pk)
+    Session.objects.filter(pk=session.pk).update(compaction_failures=2)  # counted elsewhere
+    failed = CompactionOutcome(compaction=Compaction(status="failed"), result=None)
+    note_outcome(stale, failed, profile)
+    assert Session.objects.get(pk=session.pk).compaction_failures == 3
+    assert stale.compaction_failures == 3
+    assert stale.cooldown_until is not None
+    assert in_cooldown(session)

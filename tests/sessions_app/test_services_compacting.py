@@ -13,9 +13,10 @@ from compaction import SummaryError, validate_messages
 from compaction.messages import is_summary_message
 from compaction.summarizers.scripted import ScriptedSummarizer
 from sessions_app.models import Compaction, ContextEntry, Message, Session
-from sessions_app.services.compacting import compact_session, revert_compaction
+from sessions_app.services.compacting import compact_session
 from sessions_app.services.context import runtime_messages
 from sessions_app.services.errors import Conflict
+from sessions_app.services.reverting import revert_compaction
 
 pytestmark = pytest.mark.django_db
 

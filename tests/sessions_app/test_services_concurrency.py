@@ -62,13 +62,17 @@ def session(make_session: Any, make_profile: Any, conversation: Any) -> Session:
 def test_appends_during_a_compaction_are_kept_after_the_summary(session: Session) -> None:
     blocker = BlockingSummarizer()
     thread, box = in_thread(lambda: compact_session(session, summarizer=blocker))
-    assert blocker.started.wait(10)
-    # The compaction is running: an append neither waits for it nor is lost.
-    new = [user("a question asked meanwhile"), assistant("an answer given meanwhile")]
-    rows = append_messages(Session.objects.get(pk=session.pk), new)
-    assert len(rows) == 2
-    blocker.release.set()
-    thread.join(10)
+    try:
+        assert blocker.started.wait(10)
+        # The compaction is running: an append neither waits for it nor is lost.
+        new = [user("a question asked meanwhile"), assistant("an answer given meanwhile")]
+        rows = append_messages(Session.objects.get(pk=session.pk), new)
+        assert len(rows) == 2
+    finally:
+        # Never leave the worker thread blocked holding its database connection.
+        blocker.release.set()
+        thread.join(10)
+    assert not thread.is_alive(), "the compaction never finished"
     assert "error" not in box, box.get("error")
     outcome: CompactionOutcome = box["value"]
     assert outcome.compacted
@@ -83,15 +87,26 @@ def test_appends_during_a_compaction_are_kept_after_the_summary(session: Session
 
 def test_two_concurrent_compactions_one_wins_the_other_conflicts(session: Session) -> None:
     first, second = BlockingSummarizer(), BlockingSummarizer()
-    thread_a, box_a = in_thread(lambda: compact_session(session, summarizer=first))
-    assert first.started.wait(10)
-    thread_b, box_b = in_thread(lambda: compact_session(session, summarizer=second))
-    assert second.started.wait(10), box_b.get("error")
-    # Both worked on the same entries; the first to commit wins.
-    first.release.set()
-    thread_a.join(10)
-    second.release.set()
-    thread_b.join(10)
+    threads: list[threading.Thread] = []
+    try:
+        thread_a, box_a = in_thread(lambda: compact_session(session, summarizer=first))
+        threads.append(thread_a)
+        assert first.started.wait(10)
+        thread_b, box_b = in_thread(lambda: compact_session(session, summarizer=second))
+        threads.append(thread_b)
+        assert second.started.wait(10), box_b.get("error")
+        # Both worked on the same entries; the first to commit wins.
+        first.release.set()
+        thread_a.join(10)
+        second.release.set()
+        thread_b.join(10)
+    finally:
+        # Never leave a worker thread blocked holding its database connection.
+        first.release.set()
+        second.release.set()
+        for thread in threads:
+            thread.join(10)
+    assert not any(thread.is_alive() for thread in threads), "a compaction never finished"
     assert "error" not in box_a, box_a.get("error")
     assert isinstance(box_b.get("error"), Conflict)
     assert Compaction.objects.filter(session=session, status="succeeded").count() == 1

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from compaction import InvalidMessagesError, PolicyError, message_token_counts
 from sessions_app.models import ContextEntry, Message, Session
@@ -132,3 +134,18 @@ def test_delete_session_removes_everything(user: Any, conversation: Any) -> None
     assert not Session.objects.exists()
     assert not Message.objects.exists()
     assert not ContextEntry.objects.exists()
+
+
+def test_delete_session_reads_the_archives_after_locking_the_session(
+    user: Any, conversation: Any
+) -> None:
+    session = create_session(user, messages=conversation(2))
+    with CaptureQueriesContext(connection) as queries:
+        delete_session(session)
+    sql = [query["sql"] for query in queries.captured_queries]
+    begin = next(i for i, q in enumerate(sql) if q.upper().startswith(("BEGIN", "SAVEPOINT")))
+    lock = next(i for i, q in enumerate(sql) if "sessions_app_session" in q)
+    archives = next(i for i, q in enumerate(sql) if '"archive"' in q)
+    assert begin < lock < archives, "the archive names are read inside the transaction"
+    if connection.features.has_select_for_update:
+        assert "FOR UPDATE" in sql[lock]

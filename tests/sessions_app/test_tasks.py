@@ -6,15 +6,24 @@ import time
 from typing import Any
 
 import pytest
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from compaction import SummaryError
+from compaction import CompactionEvent, SummaryError
 from sessions_app.models import CompactionJob, Session
 from sessions_app.services import writeback
+from sessions_app.services.compacting import compact_session
 from sessions_app.services.errors import Conflict
-from sessions_app.services.jobs import MAX_ATTEMPTS, Heartbeat, enqueue_compaction, run_job
+from sessions_app.services.jobs import (
+    MAX_ATTEMPTS,
+    Heartbeat,
+    _EventRecorder,
+    enqueue_compaction,
+    queue_compaction,
+    run_job,
+)
 from sessions_app.tasks import run_compaction_job
 
 
@@ -109,7 +118,7 @@ def _conflicting(monkeypatch: Any) -> None:
     def conflict(*args: Any, **kwargs: Any) -> Any:
         raise Conflict("another compaction committed first")
 
-    monkeypatch.setattr("sessions_app.services.compacting.compact_session", conflict)
+    monkeypatch.setattr("sessions_app.services.jobs.compact_session", conflict)
 
 
 @pytest.mark.django_db
@@ -215,3 +224,64 @@ def test_an_automatic_job_queued_again_starts_no_cooldown(
     assert job.events[-1]["compaction"] == 1, "the failed attempt's record"
     assert session.cooldown_until is None, "not a final outcome"
     assert session.compaction_failures == 0
+
+
+@pytest.mark.django_db
+def test_a_session_has_one_active_job_at_a_time(session: Session) -> None:
+    first, queued = queue_compaction(session, params={"trigger": "api"})
+    again, queued_again = queue_compaction(session, params={"trigger": "manual"})
+    assert (queued, queued_again) == (True, False)
+    assert again.pk == first.pk
+    assert enqueue_compaction(session, params={}).pk == first.pk
+    assert CompactionJob.objects.filter(session=session).count() == 1
+    assert DBTaskResult.objects.count() == 1
+    CompactionJob.objects.filter(pk=first.pk).update(status="succeeded")
+    assert enqueue_compaction(session, params={}).pk != first.pk, "a finished job is not active"
+
+
+@pytest.mark.django_db
+def test_enqueue_locks_the_session_row_before_checking(session: Session) -> None:
+    with CaptureQueriesContext(connection) as queries:
+        enqueue_compaction(session, params={})
+    sql = [query["sql"] for query in queries.captured_queries]
+    lock = next(i for i, q in enumerate(sql) if "sessions_app_session" in q and "FROM" in q)
+    check = next(i for i, q in enumerate(sql) if "sessions_app_compactionjob" in q)
+    assert lock < check, "the session row is read (and locked) before the active-job check"
+    if connection.features.has_select_for_update:
+        assert "FOR UPDATE" in sql[lock]
+
+
+@pytest.mark.django_db
+def test_a_run_whose_job_was_reaped_and_requeued_does_not_overwrite_it(
+    session: Session, scripted: Any, monkeypatch: Any
+) -> None:
+    scripted(default="Goals and key decisions:\n- done late")
+    job = enqueue_compaction(session, params={})
+
+    def reaped_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        # The reaper decided this (slow but alive) run was lost and queued the job again.
+        CompactionJob.objects.filter(pk=job.pk).update(
+            status="queued", phase="requeued", error="worker lost during attempt 1", events=[]
+        )
+        return compact_session(*args, **kwargs)
+
+    monkeypatch.setattr("sessions_app.services.jobs.compact_session", reaped_meanwhile)
+    result = run_job(str(job.pk))
+    job.refresh_from_db()
+    assert result["status"] == "lost"
+    assert (job.status, job.phase, job.events) == ("queued", "requeued", [])
+    assert job.error == "worker lost during attempt 1"
+    assert job.finished_at is None
+
+
+@pytest.mark.django_db
+def test_events_of_a_run_that_lost_its_job_are_not_written(session: Session) -> None:
+    job = enqueue_compaction(session, params={})
+    CompactionJob.objects.filter(pk=job.pk).update(status="running", attempts=2)  # a later run
+    job.attempts = 1
+    recorder = _EventRecorder(job)
+    recorder(CompactionEvent(phase="summary_start"))
+    job.refresh_from_db()
+    assert job.events == []
+    assert job.phase == "queued"
+    assert recorder.lost

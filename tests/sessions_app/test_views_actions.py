@@ -147,6 +147,16 @@ def test_unknown_profile_is_refused(ui_session: UiSession, logged_in: Client) ->
     assert not CompactionJob.objects.exists()
 
 
+@pytest.mark.parametrize("name", ["ui:compact", "ui:compact_preview"])
+def test_invalid_compaction_settings_are_refused(
+    ui_session: UiSession, logged_in: Client, name: str
+) -> None:
+    url = reverse(name, args=[ui_session.session.pk])
+    response = logged_in.post(url, {"instructions": "x" * 4001})
+    assert "Check the compaction settings." in response.content.decode()
+    assert not CompactionJob.objects.exists()
+
+
 def test_offload_large_tool_results(logged_in: Client, user: Any) -> None:
     output = "a long tool output line\n" * 30
     session = create_session(

@@ -27,6 +27,7 @@ __all__ = [
     "tool_call",
     "tool_results",
     "user",
+    "words",
 ]
 
 _VOCABULARY = (
@@ -36,6 +37,11 @@ _VOCABULARY = (
     "function class method import return value error warning build deploy"
 )
 WORDS = tuple(_VOCABULARY.split())
+
+
+def words(count: int, word: str = "alpha") -> str:
+    """`word` repeated `count` times, space-separated (about one token per word)."""
+    return " ".join([word] * count)
 
 
 def system(text: str = "You are a careful coding agent.") -> Message:
