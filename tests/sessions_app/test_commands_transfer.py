@@ -13,6 +13,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from sessions_app.demo.synthetic import TITLE
+from sessions_app.management.commands.seed_demo import SYNTHETIC_KEY
 from sessions_app.models import Compaction, Session
 from tests.sessions_app import samples
 from tests.sessions_app.samples import EXPECTED, WORKTREES
@@ -132,15 +134,15 @@ def test_seed_demo_loads_samples_once_and_nests_a_compaction(
     admin = get_user_model().objects.get(username="admin")
     assert not admin.has_usable_password()
     assert f"demo sessions: {len(EXPECTED)} loaded" in out
-    roots = Session.objects.filter(owner=admin, parent=None)
+    roots = Session.objects.filter(owner=admin, parent=None).exclude(metadata__demo=SYNTHETIC_KEY)
     assert roots.count() == len(EXPECTED)
-    made = Compaction.objects.filter(session__owner=admin).exclude(trigger="imported")
+    made = Compaction.objects.filter(session__in=roots).exclude(trigger="imported")
     first, second = made.order_by("number")
     assert first.session_id == second.session_id
     assert first.parent_id == second.pk  # a nested, two-level marker
     again, _ = run("seed_demo")
     assert "already loaded" in again
-    assert Session.objects.filter(owner=admin, parent=None).count() == len(EXPECTED)
+    assert Session.objects.filter(owner=admin, parent=None).count() == len(EXPECTED) + 1
     assert made.count() == 2
 
 
@@ -150,6 +152,32 @@ def test_seed_demo_falls_back_to_built_in_transcripts(settings: Any, tmp_path: P
     out, _ = run("seed_demo")
     assert "demo sessions: 2 loaded" in out
     assert Session.objects.filter(source_format="claude_code").exists()
-    made = Compaction.objects.exclude(trigger="imported").order_by("number")
+    made = Compaction.objects.exclude(trigger="imported").exclude(
+        session__metadata__demo=SYNTHETIC_KEY
+    )
+    made = made.order_by("number")
     assert [c.parent_id for c in made] == [made[1].pk, None]
     assert get_user_model().objects.get(username="admin").has_usable_password()
+
+
+def test_seed_demo_builds_a_long_auto_compacted_session_once(settings: Any, tmp_path: Path) -> None:
+    settings.CTXWEB_SAMPLES_DIR = tmp_path / "absent"
+    out, _ = run("seed_demo")
+    session = Session.objects.get(metadata__demo=SYNTHETIC_KEY)
+    assert session.title == TITLE
+    assert session.context_limit == 32_000
+    assert 400 <= session.message_count <= 800
+    assert f"demo session {TITLE!r}: {session.message_count} messages" in out
+    made = list(Compaction.objects.filter(session=session).order_by("number"))
+    assert len(made) >= 3
+    assert {c.trigger for c in made} == {"auto"}
+    assert {c.status for c in made} == {"succeeded"}
+    assert len({(c.first_seq, c.last_seq) for c in made}) == len(made)  # spread out
+    assert any(c.parent_id is not None for c in made)  # a later one re-summarized an earlier
+    assert all(c.tokens_after < c.tokens_before for c in made)  # visible drops
+    assert session.context_tokens < session.context_limit
+    messages = session.messages.count()
+    run("seed_demo")
+    assert Session.objects.filter(title=TITLE).count() == 1
+    assert Compaction.objects.filter(session=session).count() == len(made)
+    assert session.messages.count() == messages

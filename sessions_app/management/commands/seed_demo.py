@@ -2,7 +2,10 @@
 
 Imports the transcripts of settings.CTXWEB_SAMPLES_DIR when that folder exists, else the
 built-in ones (sessions_app/demo), for the local admin user, then compacts one session twice
-so compaction markers, a nested one included, show at once. Running it again adds nothing.
+so compaction markers, a nested one included, show at once. It also builds a synthetic
+long-running agent session (sessions_app/demo/synthetic.py) the way an agent uses ctxweb:
+append in batches, compact automatically whenever the context check says so, which spreads
+nested compactions along its token timeline. Running it again adds nothing.
 """
 
 from __future__ import annotations
@@ -14,11 +17,16 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
+from compaction.summarizers.extractive import ExtractiveSummarizer
+
+from ...demo.synthetic import TITLE, agent_rounds
 from ...importers import TranscriptError
 from ...importing import import_file
 from ...models import Compaction, CompactionProfile, Session
 from ...services.compacting import compact_session
+from ...services.context import check
 from ...services.policies import default_profile
+from ...services.sessions import append_messages, create_session
 from ..cli import transcript_files
 
 BUILT_IN: Final = Path(__file__).resolve().parents[2] / "demo"
@@ -26,6 +34,10 @@ BUILT_IN: Final = Path(__file__).resolve().parents[2] / "demo"
 DEMO_KEY: Final = "demo"
 #: Tails kept by the two demo compactions: the second re-summarizes the first's summary.
 _TAILS: Final = (12, 4)
+#: DEMO_KEY value of the synthetic session, its small window (so compactions show) and size.
+SYNTHETIC_KEY: Final = "synthetic:long-running-agent"
+_SYNTHETIC_LIMIT: Final = 32_000
+_SYNTHETIC_MESSAGES: Final = 600
 
 
 class Command(BaseCommand):
@@ -60,6 +72,7 @@ class Command(BaseCommand):
         )
         if not options["no_compact"]:
             self._compact_one(owner)
+            self._synthetic(owner)
 
     def _owner(self, username: str) -> Any:
         users = get_user_model()
@@ -82,6 +95,7 @@ class Command(BaseCommand):
 
     def _compact_one(self, owner: Any) -> None:
         demos = Session.objects.filter(owner=owner, parent=None, metadata__has_key=DEMO_KEY)
+        demos = demos.exclude(metadata__demo=SYNTHETIC_KEY)
         done = Compaction.objects.filter(session__in=demos, status=Compaction.Status.SUCCEEDED)
         if done.exclude(trigger=Compaction.Trigger.IMPORTED).exists():
             return  # already done on an earlier run
@@ -101,6 +115,33 @@ class Command(BaseCommand):
                 f"demo compaction #{outcome.compaction.number} of {session.title!r}: "
                 f"{outcome.compaction.tokens_before} -> {outcome.compaction.tokens_after} tokens"
             )
+
+    def _synthetic(self, owner: Any) -> None:
+        """The synthetic agent session: appended round by round, auto-compacted when due."""
+        if Session.objects.filter(owner=owner, metadata__demo=SYNTHETIC_KEY).exists():
+            return
+        session = create_session(
+            owner,
+            title=TITLE,
+            context_limit=_SYNTHETIC_LIMIT,
+            profile=default_profile(),
+            model="claude-sonnet-4-5",
+            metadata={DEMO_KEY: SYNTHETIC_KEY},
+            system="You are a careful coding agent working in the inventory service repo.",
+        )
+        summarizer = ExtractiveSummarizer()  # offline and deterministic, even with an API key
+        appended = 1
+        for batch in agent_rounds():
+            append_messages(session, batch)
+            appended += len(batch)
+            if check(session)["should_compact"]:
+                compact_session(session, trigger=Compaction.Trigger.AUTO, summarizer=summarizer)
+            if appended >= _SYNTHETIC_MESSAGES:
+                break
+        made = Compaction.objects.filter(session=session, status=Compaction.Status.SUCCEEDED)
+        self.stdout.write(
+            f"demo session {TITLE!r}: {appended} messages, {made.count()} compactions"
+        )
 
 
 def _demo_profile(keep_recent: int) -> CompactionProfile:
