@@ -33,6 +33,7 @@ run: install
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py ensure_admin
 	$(BIN)/python manage.py seed_demo
+	@echo "ctxweb: open http://$(HOST):$(PORT)/ and log in as admin (the password is printed above when the user is first created)"
 	@trap 'kill 0' EXIT INT TERM; \
 	$(BIN)/python manage.py db_worker & \
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
