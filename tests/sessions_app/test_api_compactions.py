@@ -125,9 +125,8 @@ def test_background_returns_202_and_the_job_runs(
     assert CompactionJob.objects.get(pk=job_id).params["profile"] == "test"
 
 
-def test_list_and_detail_with_archived_originals(
-    api_client: JsonClient, session: Session, scripted: Any
-) -> None:
+def compact_twice(api_client: JsonClient, session: Session, scripted: Any) -> None:
+    """Compaction #1, more messages, then #2, which re-summarizes #1 (nested markers)."""
     scripted(default="one")
     api_client.post(url(session), {})
     append_messages(
@@ -135,6 +134,12 @@ def test_list_and_detail_with_archived_originals(
         [m for i in range(6) for m in (user(f"more {i} " * 40), assistant(f"ok {i} " * 40))],
     )
     api_client.post(url(session), {})
+
+
+def test_list_and_detail_with_archived_originals(
+    api_client: JsonClient, session: Session, scripted: Any
+) -> None:
+    compact_twice(api_client, session, scripted)
     listing = api_client.get(url(session)).json()
     assert [item["number"] for item in listing["items"]] == [1, 2]
     assert listing["items"][0]["parent"] == 2
@@ -155,13 +160,7 @@ def test_list_and_detail_with_archived_originals(
 def test_revert_and_the_409_naming_which_to_revert_first(
     api_client: JsonClient, session: Session, scripted: Any
 ) -> None:
-    scripted(default="one")
-    api_client.post(url(session), {})
-    append_messages(
-        session,
-        [m for i in range(6) for m in (user(f"more {i} " * 40), assistant(f"ok {i} " * 40))],
-    )
-    api_client.post(url(session), {})
+    compact_twice(api_client, session, scripted)
     blocked = api_client.post(url(session, "/1/revert"))
     assert blocked.status_code == 409
     assert "#2" in blocked.json()["detail"]
