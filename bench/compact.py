@@ -27,8 +27,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from compaction import ExtractiveSummarizer, Policy, compact_messages
-from compaction.tokens import count_tokens, message_tokens
+from compaction import ExtractiveSummarizer, Policy, compact_messages, count_tokens, message_tokens
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
 from bench.tokens import synthetic_session  # the same history generator

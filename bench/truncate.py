@@ -19,9 +19,7 @@ from typing import Any
 
 import django
 
-from compaction.policy import Policy
-from compaction.smart_truncate import smart_truncate
-from compaction.tokens import count_tokens
+from compaction import Policy, count_tokens, smart_truncate
 
 TARGET_TOKENS = 1_000_000
 

@@ -10,13 +10,20 @@ policy) is passed in.
     result = compact_messages(messages, Policy.preset("balanced"), archive_dir="var/archives")
     if result.compacted:
         messages = result.messages
+
+The options of a run also come as one value, `CompactOptions`:
+
+    options = CompactOptions(summarizer=summarizer, session_id="s1", token_counts=cached)
+    result = compact_messages(messages, policy, options=options)
+
+`__all__` is the whole public surface: the web app imports nothing else, and the modules
+behind it are private (docs/architecture.md, "Engine").
 """
 
 from . import errors
+from .archive import archive_name
 from .blobstore import BlobStore, LocalBlobStore
 from .clock import Clock, SystemClock
-from .compact import compact_messages
-from .compactor import Compactor
 from .errors import (
     ArchiveError,
     BlobStoreError,
@@ -28,14 +35,29 @@ from .errors import (
     SummaryError,
     UnknownEncodingError,
 )
+from .flow import compact_messages
 from .folding import fold_file, fold_files
 from .hard_truncate import hard_truncate
-from .messages import Message, is_summary_message, make_summary_message
+from .messages import (
+    SUMMARY_KEY,
+    SUMMARY_PREFIX,
+    Block,
+    Message,
+    blocks_of,
+    is_meta,
+    is_summary_message,
+    make_summary_message,
+    starts_round,
+    tool_use_ids,
+)
 from .offload import offload_tool_results
+from .options import CompactOptions, EventHandler
 from .partition import partition, should_compact
 from .policy import PRESETS, STEPS, Policy
 from .prune import prune_tool_blocks
 from .results import (
+    NOT_NEEDED,
+    SUMMARY_FAILURES,
     CompactionEvent,
     CompactResult,
     CompactStats,
@@ -45,30 +67,46 @@ from .results import (
     StepReport,
     TruncateResult,
 )
+from .session_compactor import Compactor
 from .smart_truncate import smart_truncate
 from .summarizers import (
     AnthropicSummarizer,
+    CallerSummary,
     ExtractiveSummarizer,
     ScriptedSummarizer,
     Summarizer,
     SummaryRequest,
 )
-from .tokens import count_tokens, get_encoding, message_token_counts, message_tokens
+from .tokens import (
+    compact_json,
+    count_tokens,
+    get_encoding,
+    message_token_counts,
+    message_tokens,
+)
 from .validation import ensure_valid, validate_messages
 
 __all__ = [
+    "NOT_NEEDED",
     "PRESETS",
     "STEPS",
+    "SUMMARY_FAILURES",
+    "SUMMARY_KEY",
+    "SUMMARY_PREFIX",
     "AnthropicSummarizer",
     "ArchiveError",
     "BlobStore",
     "BlobStoreError",
+    "Block",
+    "CallerSummary",
     "Clock",
+    "CompactOptions",
     "CompactResult",
     "CompactStats",
     "CompactionError",
     "CompactionEvent",
     "Compactor",
+    "EventHandler",
     "ExtractiveSummarizer",
     "InvalidFilesError",
     "InvalidMessagesError",
@@ -88,6 +126,9 @@ __all__ = [
     "SystemClock",
     "TruncateResult",
     "UnknownEncodingError",
+    "archive_name",
+    "blocks_of",
+    "compact_json",
     "compact_messages",
     "count_tokens",
     "ensure_valid",
@@ -96,6 +137,7 @@ __all__ = [
     "fold_files",
     "get_encoding",
     "hard_truncate",
+    "is_meta",
     "is_summary_message",
     "make_summary_message",
     "message_token_counts",
@@ -105,5 +147,7 @@ __all__ = [
     "prune_tool_blocks",
     "should_compact",
     "smart_truncate",
+    "starts_round",
+    "tool_use_ids",
     "validate_messages",
 ]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal, get_args
 
 from .messages import Message
 
 __all__ = [
+    "NOT_NEEDED",
+    "SUMMARY_FAILURES",
     "CompactResult",
     "CompactStats",
     "CompactionEvent",
@@ -31,6 +33,11 @@ FailureReason = Literal[
     "timeout",
     "summarizer_error",
 ]
+
+#: Rollback reasons that count as a failed summary (they start `Compactor`'s cooldown).
+SUMMARY_FAILURES: Final = frozenset(get_args(FailureReason))
+#: Reasons for returning the input unchanged that are not failures.
+NOT_NEEDED: Final = frozenset({"empty", "disabled", "below_threshold", "nothing_to_compact"})
 
 EventPhase = Literal[
     "compaction_start",

@@ -31,9 +31,7 @@ from django.db import reset_queries, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from compaction import message_token_counts
-from compaction.archive import archive_name
-from compaction.messages import SUMMARY_KEY
+from compaction import SUMMARY_KEY, archive_name, message_token_counts
 
 from .importers import ImportedSession, SkippedLine, TranscriptError
 from .importers.parse import parse_source

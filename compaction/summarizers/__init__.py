@@ -2,6 +2,7 @@
 
 from .anthropic import AnthropicSummarizer
 from .base import Summarizer, SummaryRequest
+from .caller import CallerSummary
 from .extractive import ExtractiveSummarizer
 from .prompt import SECTIONS, SYSTEM_PROMPT, build_user_prompt, serialize_transcript
 from .scripted import ScriptedSummarizer
@@ -10,6 +11,7 @@ __all__ = [
     "SECTIONS",
     "SYSTEM_PROMPT",
     "AnthropicSummarizer",
+    "CallerSummary",
     "ExtractiveSummarizer",
     "ScriptedSummarizer",
     "Summarizer",

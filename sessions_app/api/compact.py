@@ -7,8 +7,7 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Router
 
-from compaction import Policy, PolicyError, count_tokens
-from compaction.compact import compact_messages
+from compaction import CompactOptions, Policy, PolicyError, compact_messages, count_tokens
 
 from ..services.context import system_text
 from ..services.policies import profile_for, summarizer_for
@@ -27,14 +26,13 @@ def compact(request: HttpRequest, payload: StatelessCompactIn) -> dict[str, Any]
     messages = list(payload.messages)
     if payload.system not in (None, ""):
         messages = [system_message(payload.system), *messages]
-    result = compact_messages(
-        messages,
-        policy,
+    options = CompactOptions(
         summarizer=summarizer_for(profile),
         instructions=payload.instructions,
         force=payload.force,
         trigger="api",
     )
+    result = compact_messages(messages, policy, options=options)
     head = 0
     while head < len(result.messages) and result.messages[head].get("role") == "system":
         head += 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from compaction.messages import Block, blocks_of
+from compaction import Block, blocks_of
 
 __all__ = ["clean_block", "to_anthropic"]
 

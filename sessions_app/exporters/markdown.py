@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from compaction.messages import blocks_of, is_meta, is_summary_message
+from compaction import blocks_of, is_meta, is_summary_message
 
 __all__ = ["to_markdown"]
 

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from compaction.messages import blocks_of
+from compaction import blocks_of
 
 __all__ = ["to_openai"]
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from compaction.messages import Block
+from compaction import Block
 
 from .source import load_json
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from compaction.messages import Block, blocks_of, starts_round
+from compaction import Block, blocks_of, starts_round
 
 from .blocks import NO_RESULT_TEXT, NO_SUMMARY_TEXT, content_text, text_block
 from .messagelog import MessageLog

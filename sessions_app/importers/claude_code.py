@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from compaction.messages import Block
+from compaction import Block
 
 from .blocks import content_text, parse_time, short_title
 from .builder import SessionBuilder

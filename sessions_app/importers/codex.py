@@ -22,7 +22,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from compaction.messages import Block
+from compaction import Block
 
 from .blocks import (
     IMAGE_MISSING_TEXT,

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from compaction.messages import Block
+from compaction import Block
 
 from .blocks import EMPTY_TEXT, text_block
 from .types import ImportedMessage

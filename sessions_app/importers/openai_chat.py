@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from compaction.messages import Block
+from compaction import Block
 
 from .blocks import (
     content_text,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal
 
-from compaction.messages import SUMMARY_KEY, Message, blocks_of
+from compaction import SUMMARY_KEY, Message, blocks_of
 
 __all__ = [
     "FORMATS",

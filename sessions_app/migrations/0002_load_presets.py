@@ -4,7 +4,7 @@ from typing import Any
 
 from django.db import migrations
 
-from compaction.policy import PRESETS, Policy
+from compaction import PRESETS, Policy
 
 DESCRIPTIONS = {
     "balanced": "Default: selective pruning, summary, then smart and hard truncation.",

@@ -17,9 +17,7 @@ from typing import Any
 from django.db.models import F
 from django.utils import timezone
 
-from compaction import CompactionError, Policy
-from compaction.compactor import SUMMARY_FAILURES
-from compaction.hard_truncate import hard_truncate
+from compaction import SUMMARY_FAILURES, CompactionError, Policy, hard_truncate
 
 from ..models import Compaction, CompactionJob, CompactionProfile, Session
 from .compacting import CompactionOutcome, compact_session

@@ -10,23 +10,26 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import DatabaseError
 
 from compaction import (
+    NOT_NEEDED,
     ArchiveError,
+    CallerSummary,
     CompactionError,
     CompactionEvent,
+    CompactOptions,
     CompactResult,
+    EventHandler,
     Policy,
     Summarizer,
+    compact_messages,
     message_token_counts,
 )
-from compaction.compact import NOT_NEEDED, compact_messages
-from compaction.summarizers.scripted import ScriptedSummarizer
 
 from ..models import Compaction, CompactionProfile, Session
 from ..nul import strip_nul
@@ -39,8 +42,6 @@ from .writeback import CommitMeta, ContextSnapshot, commit_context, record_failu
 __all__ = ["CompactionOutcome", "compact_session", "revert_compaction"]
 
 logger = logging.getLogger("sessions_app")
-
-EventHandler = Callable[[CompactionEvent], None]
 
 #: Summarizer name recorded for a caller-written summary (the agent's compress_context).
 CALLER_SUMMARIZER = "caller"
@@ -96,7 +97,7 @@ def compact_session(
         if not summary.strip():
             raise CompactionError("summary must not be empty")
         policy = policy.replace(steps=("summary",))
-        summarizer = ScriptedSummarizer(default=summary.strip(), name=CALLER_SUMMARIZER)
+        summarizer = CallerSummary(summary.strip(), name=CALLER_SUMMARIZER)
     summarizer = summarizer or summarizer_for(chosen)
     if force is None:
         force = trigger != Compaction.Trigger.AUTO
@@ -109,9 +110,7 @@ def compact_session(
 
     snapshot = take_snapshot(session)
     started = time.monotonic()
-    result = compact_messages(
-        snapshot.messages,
-        policy,
+    options = CompactOptions(
         summarizer=summarizer,
         session_id=str(session.pk),
         instructions=instructions,
@@ -119,8 +118,9 @@ def compact_session(
         force=force,
         trigger=trigger,
         offload_store=DjangoStorageBlobStore(f"{BLOB_PREFIX}/{session.pk}"),
-        token_counts=snapshot.token_counts,
+        token_counts=snapshot.token_counts,  # cached counts: the context is not re-encoded
     )
+    result = compact_messages(snapshot.messages, policy, options=options)
     meta = _meta(trigger, chosen, policy, summarizer, instructions, result, events, started)
     if dry_run:
         return CompactionOutcome(

@@ -26,7 +26,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import TextField
 from django.db.models.functions import Cast, Coalesce
 
-from compaction.messages import blocks_of
+from compaction import blocks_of
 
 from ..models import ContextEntry, Session
 from .entries import entry_message, load_entries

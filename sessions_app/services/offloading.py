@@ -11,8 +11,7 @@ from typing import Any
 
 from django.db import transaction
 
-from compaction import BlobStore, message_token_counts
-from compaction.offload import offload_tool_results
+from compaction import BlobStore, message_token_counts, offload_tool_results
 
 from ..models import ContextEntry, Session
 from ..storage import BLOB_PREFIX, DjangoStorageBlobStore

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from compaction.messages import blocks_of
-from compaction.tokens import compact_json
+from compaction import blocks_of, compact_json
 
 __all__ = ["openai_messages"]
 

@@ -7,9 +7,7 @@ import logging
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from compaction import Policy, PolicyError, Summarizer
-from compaction.summarizers.anthropic import AnthropicSummarizer
-from compaction.summarizers.extractive import ExtractiveSummarizer
+from compaction import AnthropicSummarizer, ExtractiveSummarizer, Policy, PolicyError, Summarizer
 
 from ..models import CompactionProfile, Session
 

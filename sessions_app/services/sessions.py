@@ -15,9 +15,14 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from compaction import InvalidMessagesError, PolicyError, Problem, message_token_counts
-from compaction.messages import tool_use_ids
-from compaction.validation import validate_messages
+from compaction import (
+    InvalidMessagesError,
+    PolicyError,
+    Problem,
+    message_token_counts,
+    tool_use_ids,
+    validate_messages,
+)
 
 from ..models import Compaction, CompactionProfile, ContextEntry, Message, Session
 from ..nul import nul_problems

@@ -20,9 +20,15 @@ from django.db import transaction
 from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
-from compaction import ArchiveError, CompactionError, message_token_counts
-from compaction.archive import archive_name
-from compaction.messages import SUMMARY_KEY, is_summary_message, tool_use_ids
+from compaction import (
+    SUMMARY_KEY,
+    ArchiveError,
+    CompactionError,
+    archive_name,
+    is_summary_message,
+    message_token_counts,
+    tool_use_ids,
+)
 
 from ..models import Compaction, ContextEntry, Session
 from ..nul import strip_nul

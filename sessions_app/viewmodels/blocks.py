@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Protocol
 
-from compaction.messages import SUMMARY_PREFIX, blocks_of, is_meta, is_summary_message
+from compaction import SUMMARY_PREFIX, blocks_of, is_meta, is_summary_message
 
 __all__ = [
     "OFFLOAD_PATTERN",

@@ -15,7 +15,7 @@ from typing import Any, Final
 from django.db.models import BooleanField, ExpressionWrapper, Q, TextField
 from django.db.models.functions import Cast, Coalesce
 
-from compaction.messages import SUMMARY_KEY, blocks_of
+from compaction import SUMMARY_KEY, blocks_of
 from sessions_app.models import ContextEntry, Session
 
 from .caching import session_cached

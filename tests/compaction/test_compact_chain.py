@@ -557,7 +557,7 @@ def test_extractive_retention_retry_adds_key_identifiers():
 
 
 # The steps are patched where compact_messages looks them up.
-COMPACT_MODULE = importlib.import_module("compaction.compact")
+COMPACT_MODULE = importlib.import_module("compaction.chain_steps")
 
 
 # --- any failure rolls back ----------------------------------------------------------------

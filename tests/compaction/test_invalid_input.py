@@ -163,6 +163,12 @@ NOT_HISTORY_FUNCTIONS = {
     "validate_messages",  # reports problems rather than raising
     "is_summary_message",  # predicates and builders of one message
     "make_summary_message",
+    "blocks_of",  # helpers over one message, exported for the web app
+    "is_meta",
+    "starts_round",
+    "tool_use_ids",
+    "compact_json",  # a JSON value, not a history
+    "archive_name",  # an archive file name
 }
 
 

@@ -291,3 +291,13 @@ def test_reverting_a_reverted_or_failed_compaction_conflicts(session: Session) -
         revert_compaction(session, compaction.number)
     with pytest.raises(Compaction.DoesNotExist):
         revert_compaction(session, 99)
+
+
+def test_the_engine_sums_the_cached_counts_it_is_given(session: Session) -> None:
+    # Doctored cached counts show through: the stored context is not re-encoded.
+    ContextEntry.objects.filter(session=session).update(token_count=1000)
+    entries = ContextEntry.objects.filter(session=session).count()
+    outcome = compact_session(session, dry_run=True, summarizer=ScriptedSummarizer(default=SUMMARY))
+    assert outcome.result is not None
+    assert outcome.result.events[0].phase == "compaction_start"
+    assert outcome.result.events[0].tokens_before == 1000 * entries

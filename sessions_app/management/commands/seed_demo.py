@@ -17,7 +17,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from compaction.summarizers.extractive import ExtractiveSummarizer
+from compaction import ExtractiveSummarizer
 
 from ...demo.synthetic import TITLE, agent_rounds
 from ...importers import TranscriptError

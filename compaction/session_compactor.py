@@ -1,5 +1,6 @@
-"""`Compactor`: a policy, a summarizer and seed 004's cooldown, for one session compacted
-again and again (an agent loop calling it before each model request).
+"""`Compactor`: the stateful engine object for an agent loop. It holds a policy, a
+summarizer and seed 004's cooldown for one session that is compacted again and again (the
+loop calls it before each model request); each call is one `compact_messages` run.
 
 After a compaction whose summary failed (all its attempts), further attempts are skipped
 for `policy.cooldown_seconds` (8 s by default): a skipped call returns `compacted=False`
@@ -13,26 +14,25 @@ import logging
 import os
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Final, get_args
+from typing import Final
 
 from .blobstore import BlobStore
 from .clock import Clock, SystemClock
-from .compact import EventHandler, compact_messages
+from .flow import compact_messages
 from .messages import Message
+from .options import CompactOptions, EventHandler
 from .partition import should_compact
 from .policy import Policy
-from .results import CompactResult, CompactStats, FailureReason
+from .results import SUMMARY_FAILURES, CompactResult, CompactStats
 from .summarizers.base import Summarizer
 from .summarizers.extractive import ExtractiveSummarizer
 from .tokens import count_tokens
 from .validation import ensure_valid
 
-__all__ = ["SUMMARY_FAILURES", "Compactor"]
+__all__ = ["Compactor"]
 
 logger = logging.getLogger("compaction")
 
-#: Rollback reasons that count as a failed summary (they start the cooldown).
-SUMMARY_FAILURES: Final = frozenset(get_args(FailureReason))
 _FALLBACKS: Final = ("smart_truncate", "hard_truncate")
 
 
@@ -136,9 +136,7 @@ class Compactor:
         force: bool,
         trigger: str,
     ) -> CompactResult:
-        return compact_messages(
-            messages,
-            policy,
+        options = CompactOptions(
             summarizer=self.summarizer,
             archive_dir=self.archive_dir,
             archive_store=self.archive_store,
@@ -151,6 +149,7 @@ class Compactor:
             offload_dir=self.offload_dir,
             offload_store=self.offload_store,
         )
+        return compact_messages(messages, policy, options=options)
 
 
 def _summary_failed(result: CompactResult) -> bool:

@@ -1,0 +1,277 @@
+"""The summary step of a run: summarize the middle, assemble `[*head, summary, *tail]`
+(docs/architecture.md, "Engine"; DESIGN flow steps 5-6).
+
+`SummaryStep.run` splits the context, asks the summarizer (with retries and backoff, seed
+000 F-007), appends the folded outlines of the files viewed in the middle (seed 002 §2.5,
+within `fold_max_tokens`), checks that the middle's identifiers survived (asking once more
+when recall is too low) and returns a frozen `SummaryOutcome`. Nothing is committed here:
+the flow keeps the outcome when the run commits and rolling back is dropping it. A failure
+raises `StepFailure` with the summary's failure reason.
+
+The split is decided on the snapshot, the context as it was before pruning, so pruning
+(which may shrink it far under the tail budget) never leaves the summary nothing to do. The
+summarizer reads the middle's original messages, tool blocks that pruning drops included;
+head and tail are taken from the pruned state.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .clock import Clock
+from .errors import SummaryError
+from .file_views import file_view_sources
+from .folding import SourceFile, fold
+from .messages import SUMMARY_KEY, Message, is_summary_message, make_summary_message
+from .partition import split_points
+from .policy import Policy
+from .report import RunReport
+from .results import Partition
+from .retention import extract_identifiers, measure_recall
+from .run_state import ContextState, StepFailure
+from .summarizers.base import Summarizer, SummaryRequest
+from .tokens import count_text_tokens
+
+__all__ = ["SummaryOutcome", "SummaryStep", "summarizer_name"]
+
+logger = logging.getLogger("compaction")
+
+
+def summarizer_name(summarizer: Summarizer) -> str:
+    """The name recorded with a summary: the summarizer's `name`, else its class name."""
+    return str(getattr(summarizer, "name", type(summarizer).__name__))
+
+
+@dataclass(frozen=True)
+class SummaryOutcome:
+    """A summary made and assembled, not yet committed.
+
+    `state` is `[*head, message, *tail]`; `text` is the summarizer's text alone
+    (`CompactResult.summary`), `message` also holds the `outlines`; `recall` is the share
+    of the middle's identifiers the context still holds (None until measured).
+    """
+
+    state: ContextState
+    text: str
+    message: Message
+    partition: Partition
+    outlines: str = ""
+    recall: float | None = None
+
+
+@dataclass(frozen=True)
+class SummaryStep:
+    """The summary step of one run: its policy, summarizer, clock and report."""
+
+    policy: Policy
+    summarizer: Summarizer
+    clock: Clock
+    report: RunReport
+    instructions: str | None = None
+    force: bool = False
+
+    @property
+    def name(self) -> str:
+        return summarizer_name(self.summarizer)
+
+    def run(
+        self, state: ContextState, snapshot: ContextState, sources: list[int] | None
+    ) -> SummaryOutcome:
+        """Summarize the snapshot's middle; keep `state`'s (pruned) head and tail.
+
+        `sources` gives the snapshot index of each message of `state` (None: they are the
+        snapshot's own messages). Raises StepFailure (nothing to compact, the summary's
+        failure reason, or no savings).
+        """
+        parts = self._split(state, snapshot, sources)
+        if not parts.middle:
+            self.report.step("summary", ran=False, why="nothing to compact", before=state.tokens)
+            raise StepFailure("nothing_to_compact")
+        self.report.emit(
+            "summary_start",
+            tokens_before=state.tokens,
+            detail={"middle_messages": len(parts.middle), "summarizer": self.name},
+        )
+        request = SummaryRequest(
+            messages=parts.middle,
+            max_tokens=self.policy.summary_max_tokens,
+            instructions=self.instructions,
+            encoding=self.policy.encoding,
+        )
+        try:
+            text = self.summarize_with_retries(request)
+        except SummaryError as error:
+            self.report.step(
+                "summary", ran=True, why=f"failed: {error.reason}", before=state.tokens
+            )
+            raise StepFailure(error.reason, error.detail) from error
+        outlines = self.file_outlines(parts.middle)
+        outcome = self.retention_check(state, request, self.assemble(state, parts, text, outlines))
+        new = outcome.state
+        if new.tokens >= snapshot.tokens:
+            self.report.step("summary", ran=True, why="no token savings", before=state.tokens)
+            raise StepFailure("no_savings", f"{new.tokens} tokens after, {snapshot.tokens} before")
+        self._report_done(state, outcome)
+        return outcome
+
+    def _report_done(self, state: ContextState, outcome: SummaryOutcome) -> None:
+        after = outcome.state.tokens
+        self.report.emit("summary_done", tokens_before=state.tokens, tokens_after=after)
+        self.report.step(
+            "summary",
+            ran=True,
+            changed=True,
+            before=state.tokens,
+            after=after,
+            detail={
+                "summarizer": self.name,
+                "middle_messages": len(outcome.partition.middle),
+                "recall": outcome.recall,
+                "folded_files": outcome.outlines.count("<system-reminder>"),
+            },
+        )
+
+    def _split(
+        self, state: ContextState, snapshot: ContextState, sources: list[int] | None
+    ) -> Partition:
+        """The snapshot's middle between `state`'s head and tail (module doc)."""
+        head_end, tail_start = split_points(
+            snapshot.messages, self.policy, token_counts=snapshot.counts, force=self.force
+        )
+        middle = snapshot.messages[head_end:tail_start]
+        if sources is None:
+            return Partition(state.messages[:head_end], middle, state.messages[tail_start:])
+        pairs = list(zip(state.messages, sources, strict=True))
+        head = [m for m, i in pairs if i < head_end]
+        tail = [m for m, i in pairs if i >= tail_start]
+        return Partition(head, middle, tail)
+
+    def summarize_with_retries(self, request: SummaryRequest) -> str:
+        """The summary text; retries with exponential backoff (seed 000 F-007)."""
+        attempts = self.policy.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return self.summarize_once(request)
+            except SummaryError as error:
+                logger.warning(
+                    "summary attempt %d of %d failed: %s",
+                    attempt,
+                    attempts,
+                    error,
+                    extra=self.report.log_fields(reason=error.reason, attempt=attempt),
+                )
+                if attempt == attempts or not error.retryable:
+                    raise
+                delay = self.policy.retry_backoff_seconds * 2 ** (attempt - 1)
+                self.report.emit(
+                    "summary_retry", reason=error.reason, attempt=attempt, detail={"delay": delay}
+                )
+                self.clock.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def summarize_once(self, request: SummaryRequest) -> str:
+        """One summarizer call; any failure becomes a SummaryError with a reason."""
+        try:
+            text = self.summarizer.summarize(request)
+        except SummaryError:
+            raise
+        except Exception as error:  # a summarizer bug must not break the caller's loop
+            raise SummaryError("summarizer_error", repr(error)) from error
+        if not isinstance(text, str) or not text.strip():
+            raise SummaryError("empty_summary", "the summarizer returned no text")
+        return text.strip()
+
+    def assemble(
+        self, state: ContextState, parts: Partition, text: str, outlines: str
+    ) -> SummaryOutcome:
+        """`[*head, summary, *tail]` (seed 000 F-005); the summary ends with the outlines."""
+        message = make_summary_message(
+            f"{text}\n\n{outlines}" if outlines else text,
+            summarizer=self.name,
+            message_count=len(parts.middle),
+            covered_message_count=_covered(parts.middle),
+            level=_level(parts.middle),
+            created_at=self.clock.now().isoformat(timespec="seconds"),
+        )
+        new = state.then([*parts.head, message, *parts.tail], self.policy.encoding)
+        return SummaryOutcome(new, text, message, parts, outlines)
+
+    def retention_check(
+        self, state: ContextState, request: SummaryRequest, first: SummaryOutcome
+    ) -> SummaryOutcome:
+        """Measure recall of the middle's identifiers; ask once more when it is too low."""
+        identifiers = extract_identifiers(first.partition.middle)
+        recall, missing = measure_recall(identifiers, first.state.messages)
+        first = replace(first, recall=recall)
+        self.report.emit(
+            "retention_check",
+            reason="low_recall" if recall < self.policy.min_recall else None,
+            detail={"recall": recall, "identifiers": len(identifiers), "missing": len(missing)},
+        )
+        if recall >= self.policy.min_recall or not missing:
+            return first
+        retry = replace(request, required_identifiers=tuple(missing))
+        try:
+            second_text = self.summarize_once(retry)
+        except SummaryError as error:
+            logger.warning("retention retry failed: %s", error, extra=self.report.log_fields())
+            return first
+        second = self.assemble(state, first.partition, second_text, first.outlines)
+        second_recall, _ = measure_recall(identifiers, second.state.messages)
+        return replace(second, recall=second_recall) if second_recall > recall else first
+
+    def file_outlines(self, middle: Sequence[Message]) -> str:
+        """The folded outlines of the files viewed in `middle` (seed 002 §2.5), or "".
+
+        A file (or slice of one) viewed more than once is folded as last seen; an outline
+        no smaller than its source is left out (as in smart truncation); together they are
+        held to `fold_max_tokens`. Folding is an extra: if it fails, the summary goes
+        without it.
+        """
+        latest: dict[tuple[str, int], SourceFile] = {}
+        for source in file_view_sources(middle, self.policy):
+            latest.pop((source.path, source.first_line), None)
+            latest[(source.path, source.first_line)] = source
+        encoding = self.policy.encoding
+        try:
+            kept = [
+                (file, folded)
+                for file in latest.values()
+                if file.source.strip()
+                for folded in [fold([file], policy=self.policy)]
+                if folded.tokens < count_text_tokens(file.source, encoding)
+            ]
+            if sum(folded.tokens for _, folded in kept) <= self.policy.fold_max_tokens:
+                return "\n".join(folded.text for _, folded in kept)
+            return fold([file for file, _ in kept], policy=self.policy).text
+        except Exception:
+            logger.exception(
+                "folding the middle's file views failed", extra=self.report.log_fields()
+            )
+            return ""
+
+
+def _level(middle: Sequence[Message]) -> int:
+    """1 + the deepest earlier summary inside the span (multi-level compaction, UC-002)."""
+    levels = [_metadata(m).get("level", 1) for m in middle if is_summary_message(m)]
+    return 1 + max((int(level) for level in levels), default=0)
+
+
+def _covered(middle: Sequence[Message]) -> int:
+    """Original messages the span stands for, counting through earlier summaries."""
+    total = 0
+    for message in middle:
+        if is_summary_message(message):
+            meta = _metadata(message)
+            total += int(meta.get("covered_message_count", meta.get("message_count", 1)))
+        else:
+            total += 1
+    return total
+
+
+def _metadata(message: Message) -> dict[str, Any]:
+    meta = message.get(SUMMARY_KEY)
+    return meta if isinstance(meta, dict) else {}
