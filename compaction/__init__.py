@@ -13,7 +13,8 @@ policy) is passed in.
 """
 
 from . import errors
-from .blobstore import BlobStore, LocalBlobStore
+from .alternation import alternates, merge_adjacent_roles
+from .blobstore import BlobStore, ExclusiveBlobStore, LocalBlobStore
 from .clock import Clock, SystemClock
 from .compact import compact_messages
 from .compactor import Compactor
@@ -69,6 +70,7 @@ __all__ = [
     "CompactionError",
     "CompactionEvent",
     "Compactor",
+    "ExclusiveBlobStore",
     "ExtractiveSummarizer",
     "InvalidFilesError",
     "InvalidMessagesError",
@@ -88,6 +90,7 @@ __all__ = [
     "SystemClock",
     "TruncateResult",
     "UnknownEncodingError",
+    "alternates",
     "compact_messages",
     "count_tokens",
     "ensure_valid",
@@ -98,6 +101,7 @@ __all__ = [
     "hard_truncate",
     "is_summary_message",
     "make_summary_message",
+    "merge_adjacent_roles",
     "message_token_counts",
     "message_tokens",
     "offload_tool_results",

@@ -13,6 +13,11 @@ to do. The summary reads the middle's original messages, tool blocks that prunin
 included, and the output is `[head, summary, pruned tail]`. The summary message also holds
 the folded outlines of the files viewed in the middle (seed 002 §2.5), within
 `fold_max_tokens`; `CompactResult.summary` is the summarizer's text alone.
+
+Same-role neighbours the chain made are merged last (`alternation.py`), so an alternating
+input gives an alternating output: a summary followed by a user message absorbs it (the
+merged message is the summary message; `partition` is the split before merging). A merged
+original is not in the output as itself: it is archived and counted as compacted.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from .alternation import merge_new_neighbours, sources_by_identity
 from .archive import archive_messages
 from .blobstore import BlobStore, LocalBlobStore
 from .clock import Clock, SystemClock
@@ -47,6 +53,7 @@ from .retention import extract_identifiers, measure_recall
 from .smart_truncate import smart_truncate
 from .summarizers.base import Summarizer, SummaryRequest
 from .summarizers.extractive import ExtractiveSummarizer
+from .time_budget import TimeBudget
 from .tokens import count_text_tokens, message_token_counts
 from .validation import ensure_valid, validate_messages
 
@@ -161,6 +168,7 @@ class _Run:
     recall: float | None = None
     archive_path: str | None = None
     outlines: str = ""
+    budget: TimeBudget | None = None  # of the summarizer phase (time_budget.py)
 
     # --- the flow -------------------------------------------------------------------------
 
@@ -199,7 +207,7 @@ class _Run:
         )
         state = self._chain(original, offload)
         if state is not original:
-            state = self._checked(original, state)
+            state = self._checked(original, self._alternating(original, state))
         if state is original:
             return self._unchanged(
                 messages, original, self.failure or "nothing_to_compact", started
@@ -303,7 +311,7 @@ class _Run:
         """The pruned state and, when it changed, the source index of each of its messages."""
         self.emit("selective_start", tokens_before=state.tokens)
         try:
-            pruned = prune_tool_blocks(state.messages, self.policy)
+            pruned = prune_tool_blocks(state.messages, self.policy, merge_roles=False)
         except Exception as error:
             logger.exception("selective pruning failed", extra=self._log_fields())
             self._report("selective", ran=True, why=f"failed: {error!r}", before=state.tokens)
@@ -389,6 +397,7 @@ class _Run:
     def _summarize_with_retries(self, request: SummaryRequest) -> str:
         """The summary text; retries with exponential backoff (seed 000 F-007)."""
         attempts = self.policy.max_retries + 1
+        self.budget = TimeBudget(self.clock, self.policy.summary_time_budget_seconds)
         for attempt in range(1, attempts + 1):
             try:
                 return self._summarize_once(request)
@@ -403,6 +412,7 @@ class _Run:
                 if attempt == attempts or not error.retryable:
                     raise
                 delay = self.policy.retry_backoff_seconds * 2 ** (attempt - 1)
+                self.budget.check(delay)  # no retry starts past the budget: `time_budget`
                 self.emit(
                     "summary_retry", reason=error.reason, attempt=attempt, detail={"delay": delay}
                 )
@@ -410,6 +420,8 @@ class _Run:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _summarize_once(self, request: SummaryRequest) -> str:
+        if self.budget is not None:
+            self.budget.check()
         try:
             text = self.summarizer.summarize(request)
         except SummaryError:
@@ -589,6 +601,19 @@ class _Run:
         return self.policy.scaled(state.tokens) > self.policy.effective_hard_limit
 
     # --- commit --------------------------------------------------------------------------
+
+    def _alternating(self, original: _State, state: _State) -> _State:
+        """`state` with the same-role neighbours the chain made merged (alternation.py)."""
+        sources = sources_by_identity(state.messages, original.messages)
+        merged = merge_new_neighbours(state.messages, sources)
+        if len(merged) == len(state.messages):
+            return state
+        if self.summary_message is not None:  # it may have absorbed the tail's first message
+            meta = self.summary_message.get(SUMMARY_KEY)
+            self.summary_message = next(
+                (m for m in merged if m.get(SUMMARY_KEY) is meta), self.summary_message
+            )
+        return state.then(merged, self.policy.encoding)
 
     def _checked(self, original: _State, state: _State) -> _State:
         """The new context if it is a valid request with fewer tokens, else the original."""
