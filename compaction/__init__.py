@@ -21,8 +21,9 @@ behind it are private (docs/architecture.md, "Engine").
 """
 
 from . import errors
+from .alternation import alternates, merge_adjacent_roles
 from .archive import archive_name
-from .blobstore import BlobStore, LocalBlobStore
+from .blobstore import BlobStore, ExclusiveBlobStore, LocalBlobStore
 from .clock import Clock, SystemClock
 from .errors import (
     ArchiveError,
@@ -107,6 +108,7 @@ __all__ = [
     "CompactionEvent",
     "Compactor",
     "EventHandler",
+    "ExclusiveBlobStore",
     "ExtractiveSummarizer",
     "InvalidFilesError",
     "InvalidMessagesError",
@@ -126,6 +128,7 @@ __all__ = [
     "SystemClock",
     "TruncateResult",
     "UnknownEncodingError",
+    "alternates",
     "archive_name",
     "blocks_of",
     "compact_json",
@@ -140,6 +143,7 @@ __all__ = [
     "is_meta",
     "is_summary_message",
     "make_summary_message",
+    "merge_adjacent_roles",
     "message_token_counts",
     "message_tokens",
     "offload_tool_results",

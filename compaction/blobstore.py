@@ -1,14 +1,19 @@
-"""The blob store protocol, and a local-directory implementation that never escapes its root."""
+"""The blob store protocol, and a local-directory implementation that never escapes its root.
+
+A store may also offer `create(name, data)`: write only when nothing is stored under `name`
+yet (an exclusive creation, so two writers can never replace each other's blob). Offloading
+uses it when present (`ExclusiveBlobStore`), else checks `exists` before `write`.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from .errors import BlobStoreError
 
-__all__ = ["BlobStore", "LocalBlobStore"]
+__all__ = ["BlobStore", "ExclusiveBlobStore", "LocalBlobStore"]
 
 
 class BlobStore(Protocol):
@@ -20,6 +25,15 @@ class BlobStore(Protocol):
 
     def exists(self, name: str) -> bool:
         """True when something is stored under `name`."""
+        ...
+
+
+@runtime_checkable
+class ExclusiveBlobStore(BlobStore, Protocol):
+    """A BlobStore that can create a blob without ever replacing one."""
+
+    def create(self, name: str, data: bytes) -> str | None:
+        """Store `data` under `name` unless something is there already (then None)."""
         ...
 
 
@@ -43,6 +57,23 @@ class LocalBlobStore:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
+        except OSError as error:
+            raise BlobStoreError(f"could not write {target}: {error}") from error
+        return str(target)
+
+    def create(self, name: str, data: bytes) -> str | None:
+        """Write `data` to a new file `name`; None when the file exists (it is left alone)."""
+        target = self.path(name)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with target.open("xb") as handle:  # O_EXCL: an existing file is never replaced
+                try:
+                    handle.write(data)
+                except BaseException:
+                    target.unlink(missing_ok=True)  # no half-written blob stays behind
+                    raise
+        except FileExistsError:
+            return None
         except OSError as error:
             raise BlobStoreError(f"could not write {target}: {error}") from error
         return str(target)

@@ -85,7 +85,7 @@ def run_selective(
     messages. Raises StepFailure when the pruner fails."""
     report.emit("selective_start", tokens_before=state.tokens)
     try:
-        pruned = prune_tool_blocks(state.messages, policy)
+        pruned = prune_tool_blocks(state.messages, policy, merge_roles=False)
     except Exception as error:
         logger.exception("selective pruning failed", extra=report.log_fields())
         report.step("selective", ran=True, why=f"failed: {error!r}", before=state.tokens)

@@ -86,16 +86,19 @@ def file_view_sources(
     Useful to fold the files an agent looked at, for example into a summary (seed 002 §2.5).
     """
     tools = (policy or Policy()).file_view_tools
-    paths: dict[str, str] = {}
+    # A result answers a call of the message right before it: ids may repeat across turns.
+    asked: dict[str, str] = {}
     files: list[SourceFile] = []
     for message in messages:
+        paths: dict[str, str] = {}
         for block in blocks_of(message):
             path = file_view_path(block, tools)
             if path is not None:
                 paths[str(block.get("id"))] = path
             elif block.get("type") == "tool_result" and not block.get("is_error"):
-                viewed = paths.pop(str(block.get("tool_use_id")), None)
+                viewed = asked.pop(str(block.get("tool_use_id")), None)
                 if viewed is not None:
                     source, first_line = strip_line_numbers(result_text(block.get("content")))
                     files.append(SourceFile(viewed, source, first_line))
+        asked = paths
     return files

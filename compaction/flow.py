@@ -13,6 +13,11 @@ This module holds the order and the commit; the steps live in `chain_steps` and
 returns a frozen `SummaryOutcome`: the run keeps it when the transaction commits, and a
 rollback drops it. The summary message also holds the folded outlines of the files viewed
 in the middle; `CompactResult.summary` is the summarizer's text alone.
+
+Same-role neighbours the chain made are merged last (`alternation.py`), so an alternating
+input gives an alternating output: a summary followed by a user message absorbs it (the
+merged message is the summary message; `partition` is the split before merging). A merged
+original is not in the output as itself: it is archived and counted as compacted.
 """
 
 from __future__ import annotations
@@ -20,15 +25,16 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
+from .alternation import merge_new_neighbours, sources_by_identity
 from .archive import archive_messages
 from .blobstore import BlobStore
 from .chain_steps import over_hard_limit, over_threshold, run_fallback, run_offload, run_selective
 from .clock import Clock, SystemClock
 from .errors import CompactionError
-from .messages import Message
+from .messages import SUMMARY_KEY, Message
 from .options import CompactOptions, EventHandler
 from .policy import Policy
 from .report import RunReport
@@ -37,6 +43,7 @@ from .run_state import ContextState, StepFailure
 from .summarizers.base import Summarizer
 from .summarizers.extractive import ExtractiveSummarizer
 from .summary_step import SummaryOutcome, SummaryStep
+from .time_budget import TimeBudget
 from .tokens import message_token_counts
 from .validation import ensure_valid, validate_messages
 
@@ -121,6 +128,7 @@ class _Flow:
             report,
             instructions=options.instructions,
             force=options.force,
+            budget=TimeBudget(clock, policy.summary_time_budget_seconds),
         )
         return cls(policy, options, clock, options.archive_target, report, step)
 
@@ -134,7 +142,7 @@ class _Flow:
         self._started(original)
         state = self._chain(original)
         if state is not original:
-            state = self._checked(original, state)
+            state = self._checked(original, self._alternating(original, state))
         if state is original:
             reason = self.report.failure or "nothing_to_compact"
             return self._unchanged(messages, original, reason, started)
@@ -220,6 +228,23 @@ class _Flow:
                 return snapshot, False
             self.report.rollback(failure, snapshot.tokens, _TRANSACTION)
             return snapshot, failure.reason not in NOT_NEEDED
+
+    def _alternating(self, original: ContextState, state: ContextState) -> ContextState:
+        """`state` with the same-role neighbours the chain made merged (alternation.py).
+
+        The summary message may absorb the tail's first (user) message: the outcome then
+        holds the merged message, so the result still recognises it.
+        """
+        sources = sources_by_identity(state.messages, original.messages)
+        merged = merge_new_neighbours(state.messages, sources)
+        if len(merged) == len(state.messages):
+            return state
+        if self.summary is not None:
+            meta = self.summary.message.get(SUMMARY_KEY)
+            message = next((m for m in merged if m.get(SUMMARY_KEY) is meta), None)
+            if message is not None:
+                self.summary = replace(self.summary, message=message)
+        return state.then(merged, self.policy.encoding)
 
     def _checked(self, original: ContextState, state: ContextState) -> ContextState:
         """The new context if it is a valid request with fewer tokens, else the original."""

@@ -2,6 +2,9 @@
 
 A message is `{"role": "system"|"user"|"assistant", "content": str | [block, ...], ...}`;
 extra keys (`id`, `created_at`, `usage`, `is_meta`, ...) pass through the engine untouched.
+System messages may stand anywhere: the leading ones are the head every strategy keeps,
+later ones (Claude Code 2.1 sends some mid-conversation) are ordinary content. Tool ids may
+repeat across turns: a tool_result answers the tool_use of the message right before it.
 """
 
 from __future__ import annotations

@@ -12,6 +12,12 @@ Decisions where the seed is silent:
 - Repeated ids: the first result of an id gets the plain name, later ones `-1`, `-2`, ... in
   message order. A name already taken in this call (for example a real id `a-1` next to a
   second `a`, or ids differing only in letter case) moves on to the next free number.
+- A file is never replaced (issue 10): a name already in the output directory or store,
+  from an earlier call (agents reuse ids such as `call_0` every turn), moves on to a free
+  number too. The files are created exclusively (`ExclusiveBlobStore.create`, `O_EXCL` on a
+  local directory), so even a concurrent offload cannot overwrite one; a store without
+  `create` is checked with `exists` before `write`. Free numbers are found by doubling then
+  bisecting, so a session with n files of one id costs O(log n) checks, not O(n).
 - Ids are untrusted. An id that is not 1-128 characters of `[A-Za-z0-9_-]` is renamed to
   its sanitized first 40 characters plus 12 hex digits of its SHA-256; `renamed_ids` maps
   each such id to the name of its first file. The store refuses any name that would leave
@@ -29,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .blobstore import BlobStore, LocalBlobStore
+from .blobstore import BlobStore, ExclusiveBlobStore, LocalBlobStore
 from .errors import BlobStoreError, PolicyError
 from .messages import Block, Message
 from .results import OffloadResult
@@ -39,6 +45,9 @@ __all__ = ["offload_reference", "offload_tool_results", "tool_result_chars"]
 
 _SAFE_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _UNSAFE_RUN: Final = re.compile(r"[^A-Za-z0-9_-]+")
+#: Bounds that turn a broken or hostile store into an error instead of an endless loop.
+_MAX_RACES: Final = 100
+_MAX_NUMBER: Final = 2**32
 
 
 def tool_result_chars(content: Any) -> int:
@@ -76,11 +85,11 @@ def offload_tool_results(
     if min_chars < 0:
         raise PolicyError("min_chars", "must not be negative")
     blobs = store if store is not None else _local_store(output_dir)
-    namer = _FileNamer()
+    namer = _FileNamer(blobs)
     stats = _Stats()
     result: list[Message] = []
     for message in messages:
-        result.append(_offload_message(message, min_chars, blobs, namer, stats))
+        result.append(_offload_message(message, min_chars, namer, stats))
     return OffloadResult(
         messages=result,
         offloaded_count=stats.count,
@@ -108,9 +117,7 @@ def _local_store(output_dir: str | os.PathLike[str] | None) -> LocalBlobStore:
     return store
 
 
-def _offload_message(
-    message: Message, min_chars: int, store: BlobStore, namer: _FileNamer, stats: _Stats
-) -> Message:
+def _offload_message(message: Message, min_chars: int, namer: _FileNamer, stats: _Stats) -> Message:
     content = message.get("content")
     if not isinstance(content, list):
         return message
@@ -121,8 +128,8 @@ def _offload_message(
         text = _file_text(block.get("content"))
         if text is None or not text or len(text) < min_chars:
             continue
-        name = namer.name_for(str(block.get("tool_use_id", "")))
-        stats.files.append(_write(store, name, text))
+        name, location = namer.write(str(block.get("tool_use_id", "")), text)
+        stats.files.append(location)
         stats.count += 1
         stats.chars += len(text)
         replaced[index] = offload_reference(name)
@@ -149,13 +156,17 @@ def _stringify(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _write(store: BlobStore, name: str, text: str) -> str:
+def _file_name(stem: str, number: int) -> str:
+    return f"tool-result-{stem}{f'-{number}' if number else ''}.md"
+
+
+def _exists(store: BlobStore, name: str) -> bool:
     try:
-        return store.write(name, text.encode("utf-8", errors="surrogatepass"))
+        return store.exists(name)
     except BlobStoreError:
         raise
     except OSError as error:
-        raise BlobStoreError(f"could not write {name}: {error}") from error
+        raise BlobStoreError(f"could not check {name}: {error}") from error
 
 
 def _copy_with_references(
@@ -176,27 +187,66 @@ def _copy_with_references(
 
 
 class _FileNamer:
-    """File names for one offload call: safe, numbered for repeats, never reused."""
+    """Writes the files of one offload call: safe names, numbered for repeats, never reused
+    and never replacing a file already in the store."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: BlobStore) -> None:
+        self.store = store
         self.renamed: dict[str, str] = {}
-        self._seen: dict[str, int] = {}
+        self._next: dict[str, int] = {}
         self._taken: set[str] = set()
 
-    def name_for(self, tool_use_id: str) -> str:
+    def write(self, tool_use_id: str, text: str) -> tuple[str, str]:
+        """Write `text` to a free name for `tool_use_id`; (the name, its location)."""
         stem = self._stem(tool_use_id)
-        number = self._seen.get(tool_use_id, 0)
-        while True:
-            suffix = f"-{number}" if number else ""
-            name = f"tool-result-{stem}{suffix}.md"
-            number += 1
-            if name.casefold() not in self._taken:
+        data = text.encode("utf-8", errors="surrogatepass")
+        number = self._next.get(tool_use_id, 0)
+        for _ in range(_MAX_RACES):
+            number = self._free_number(stem, number)
+            name = _file_name(stem, number)
+            self._taken.add(name.casefold())
+            location = self._create(name, data)
+            if location is not None:
                 break
-        self._seen[tool_use_id] = number
-        self._taken.add(name.casefold())
+            number += 1  # created by someone else since the check: the next one
+        else:
+            raise BlobStoreError(f"no free file name for tool_use_id {tool_use_id!r}")
+        self._next[tool_use_id] = number + 1
         if stem != tool_use_id:
             self.renamed.setdefault(tool_use_id, name)
-        return name
+        return name, location
+
+    def _free_number(self, stem: str, start: int) -> int:
+        """A number from `start` on whose name is free: the first one when the taken
+        numbers are contiguous (doubling, then bisecting between taken and free)."""
+        if self._is_free(_file_name(stem, start)):
+            return start
+        taken, step = start, 1
+        while not self._is_free(_file_name(stem, start + step)):
+            if step > _MAX_NUMBER:  # a store that says every name exists
+                raise BlobStoreError(f"no free file name for tool-result-{stem}")
+            taken, step = start + step, step * 2
+        free = start + step
+        while free - taken > 1:
+            middle = (taken + free) // 2
+            if self._is_free(_file_name(stem, middle)):
+                free = middle
+            else:
+                taken = middle
+        return free
+
+    def _is_free(self, name: str) -> bool:
+        return name.casefold() not in self._taken and not _exists(self.store, name)
+
+    def _create(self, name: str, data: bytes) -> str | None:
+        try:
+            if isinstance(self.store, ExclusiveBlobStore):
+                return self.store.create(name, data)
+            return None if _exists(self.store, name) else self.store.write(name, data)
+        except BlobStoreError:
+            raise
+        except OSError as error:
+            raise BlobStoreError(f"could not write {name}: {error}") from error
 
     @staticmethod
     def _stem(tool_use_id: str) -> str:

@@ -1,7 +1,8 @@
 """The trigger check and the head / middle / tail partition (seed 000 F-002, F-003).
 
-Head: the leading system messages. Tail: the newest messages, scanned from the end until
-their tokens reach the tail budget (the message that crosses it is kept whole), at least
+Head: the leading system messages (a later system message is middle or tail content).
+Tail: the newest messages, scanned from the end until their tokens reach the tail budget
+(the message that crosses it is kept whole), at least
 `keep_recent_messages` of them, and, when selective pruning is in the chain, the newest
 `dialogue_rounds_keep_min` user rounds (seed 004 §3). A `tail_retention_ratio` of 0 means
 no token budget: the tail is exactly `keep_recent_messages` (seed 001 REQ-3.3). The tail

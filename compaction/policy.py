@@ -1,14 +1,23 @@
-"""`Policy`: every threshold of the seeds as one frozen value, with named presets."""
+"""`Policy`: every threshold of the seeds as one frozen value, with named presets.
+
+Every field is checked on creation (`replace` and `from_dict` included): a value of the wrong
+type, NaN, an infinity or a number outside the field's bounds is a PolicyError naming the
+field, so bad settings (profile overrides from the web app) are refused before any work,
+and no setting can make a compaction run for hours (retries, backoff, the summary's time
+budget) or count past what JSON numbers hold exactly (2**53).
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from .errors import PolicyError
+from .tokens import ENCODINGS
 
-__all__ = ["PRESETS", "STEPS", "Policy", "Step"]
+__all__ = ["MAX_INT", "PRESETS", "STEPS", "Policy", "Step"]
 
 Step = Literal["offload", "selective", "summary", "smart_truncate", "hard_truncate"]
 #: Every step a preset's chain may name, in the order they run.
@@ -50,9 +59,12 @@ class Policy:
     # Summary (seed 000 F-004/F-007, 001 REQ-3.2).
     summary_max_tokens: int = 1000
     summary_model: str | None = None
-    max_retries: int = 2
-    retry_backoff_seconds: float = 1.0
+    max_retries: int = 2  # at most 10
+    retry_backoff_seconds: float = 1.0  # doubled per retry; at most 60
     summary_timeout_seconds: float = 30.0
+    # Wall-clock budget of the whole summarizer phase (attempts, backoff, retention retry):
+    # once spent, no further attempt starts and the compaction fails with `time_budget`.
+    summary_time_budget_seconds: float = 120.0
     # Chain of steps compact_messages runs (see STEPS).
     steps: tuple[Step, ...] = ("selective", "summary", "smart_truncate", "hard_truncate")
     # Selective pruning and cooldown (seed 004).
@@ -78,27 +90,44 @@ class Policy:
     min_recall: float = 0.8
 
     def __post_init__(self) -> None:
-        _check_ratio("trigger_ratio", self.trigger_ratio)
-        # 0: no token budget, the tail is exactly keep_recent_messages (seed 001 REQ-3.3).
-        _check_ratio("tail_retention_ratio", self.tail_retention_ratio, allow_zero=True)
-        _check_ratio("min_recall", self.min_recall, allow_zero=True)
-        _check_ratio("middle_start", self.middle_start, allow_zero=True)
-        _check_ratio("middle_end", self.middle_end)
+        for name, (low, high) in _INT_BOUNDS.items():
+            _check_int(name, getattr(self, name), low, high)
+        for name, (least, most, open_low) in _FLOAT_BOUNDS.items():
+            _check_float(name, getattr(self, name), least, most, open_low=open_low)
+        for name in ("enabled", "fold_merge_functions"):
+            if not isinstance(getattr(self, name), bool):
+                raise PolicyError(name, "must be true or false")
+        self._check_texts()
         if self.middle_start >= self.middle_end:
             raise PolicyError("middle_start", "must be below middle_end")
-        if self.safety_factor <= 0:
-            raise PolicyError("safety_factor", "must be positive")
-        for name in _NON_NEGATIVE_INTS:
-            if getattr(self, name) < 0:
-                raise PolicyError(name, "must not be negative")
-        for name in _POSITIVE_INTS:
-            if getattr(self, name) <= 0:
-                raise PolicyError(name, "must be positive")
-        if self.hard_limit is not None and self.hard_limit < self.threshold:
-            raise PolicyError("hard_limit", "must be at least the trigger threshold")
+        if self.hard_limit is not None:
+            _check_int("hard_limit", self.hard_limit, 1, MAX_INT)
+            if self.hard_limit < self.threshold:
+                raise PolicyError("hard_limit", "must be at least the trigger threshold")
+        self._check_steps()
+
+    def _check_texts(self) -> None:
+        for name in ("name", "encoding"):
+            if not isinstance(getattr(self, name), str):
+                raise PolicyError(name, "must be a string")
+        if self.encoding not in ENCODINGS:
+            known = ", ".join(sorted(ENCODINGS))
+            raise PolicyError("encoding", f"unknown encoding {self.encoding!r}; known: {known}")
+        if self.summary_model is not None and not isinstance(self.summary_model, str):
+            raise PolicyError("summary_model", "must be a string or null")
+        tools = self.file_view_tools
+        if not isinstance(tools, tuple) or not all(isinstance(t, str) for t in tools):
+            raise PolicyError("file_view_tools", "must be a list of tool names")
+
+    def _check_steps(self) -> None:
+        if not isinstance(self.steps, tuple):
+            raise PolicyError("steps", "must be a list of step names")
         unknown = [step for step in self.steps if step not in STEPS]
         if unknown:
             raise PolicyError("steps", f"unknown step(s) {unknown}; known: {list(STEPS)}")
+        repeated = sorted({step for step in self.steps if self.steps.count(step) > 1})
+        if repeated:
+            raise PolicyError("steps", f"each step may appear once; repeated: {repeated}")
 
     @property
     def threshold(self) -> int:
@@ -140,6 +169,8 @@ class Policy:
         values = dict(data)
         for key in ("steps", "file_view_tools"):
             if key in values:
+                if not isinstance(values[key], list | tuple):
+                    raise PolicyError(key, "must be a list")
                 values[key] = tuple(values[key])
         return cls(**values)
 
@@ -154,31 +185,58 @@ class Policy:
         return cls(name=name, **{**values, **overrides})
 
 
-def _check_ratio(name: str, value: float, *, allow_zero: bool = False) -> None:
-    low_ok = value >= 0 if allow_zero else value > 0
-    if not (low_ok and value <= 1):
-        interval = "[0, 1]" if allow_zero else "(0, 1]"
+#: The largest integer setting: JSON numbers (the web API's) hold integers exactly up to it.
+MAX_INT: Final = 2**53 - 1
+
+#: Integer fields: (lowest, highest) allowed value.
+_INT_BOUNDS: Final[dict[str, tuple[int, int]]] = {
+    "context_limit": (1, MAX_INT),
+    "keep_recent_messages": (0, MAX_INT),
+    "summary_max_tokens": (1, MAX_INT),
+    "max_retries": (0, 10),
+    "tool_blocks_keep_recent": (0, MAX_INT),
+    "tool_call_threshold": (1, MAX_INT),
+    "tool_result_threshold": (1, MAX_INT),
+    "preview_tokens": (1, MAX_INT),
+    "dialogue_rounds_keep_min": (0, MAX_INT),
+    "fold_max_tokens": (1, MAX_INT),
+    "fold_max_line_span": (1, MAX_INT),
+    "fold_seed": (0, MAX_INT),
+    "smart_truncate_max_tokens": (1, MAX_INT),
+    "offload_min_chars": (0, MAX_INT),
+}
+#: Number fields: (lowest, highest, whether the lowest itself is excluded).
+_FLOAT_BOUNDS: Final[dict[str, tuple[float, float, bool]]] = {
+    "trigger_ratio": (0.0, 1.0, True),
+    # 0: no token budget, the tail is exactly keep_recent_messages (seed 001 REQ-3.3).
+    "tail_retention_ratio": (0.0, 1.0, False),
+    "min_recall": (0.0, 1.0, False),
+    "middle_start": (0.0, 1.0, False),
+    "middle_end": (0.0, 1.0, True),
+    "safety_factor": (0.0, 100.0, True),
+    "retry_backoff_seconds": (0.0, 60.0, False),
+    "summary_timeout_seconds": (0.0, 600.0, True),
+    "summary_time_budget_seconds": (0.0, 600.0, True),
+    "cooldown_seconds": (0.0, 86_400.0, False),
+}
+
+
+def _check_int(name: str, value: Any, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PolicyError(name, f"must be an integer, got {value!r}")
+    if not low <= value <= high:
+        raise PolicyError(name, f"must be in [{low}, {high}], got {value}")
+
+
+def _check_float(name: str, value: Any, low: float, high: float, *, open_low: bool) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PolicyError(name, f"must be a number, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise PolicyError(name, f"must be a finite number, got {value}")
+    if not (low < value if open_low else low <= value) or value > high:
+        interval = f"{'(' if open_low else '['}{low:g}, {high:g}]"
         raise PolicyError(name, f"must be in {interval}, got {value}")
 
-
-_NON_NEGATIVE_INTS: Final = (
-    "keep_recent_messages",
-    "max_retries",
-    "tool_blocks_keep_recent",
-    "dialogue_rounds_keep_min",
-    "offload_min_chars",
-    "fold_seed",
-)
-_POSITIVE_INTS: Final = (
-    "context_limit",
-    "summary_max_tokens",
-    "tool_call_threshold",
-    "tool_result_threshold",
-    "preview_tokens",
-    "fold_max_tokens",
-    "fold_max_line_span",
-    "smart_truncate_max_tokens",
-)
 
 #: The presets of DESIGN.md, as overrides of Policy's defaults.
 PRESETS: Final[dict[str, dict[str, Any]]] = {

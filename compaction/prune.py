@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .alternation import merge_groups, merge_run
 from .file_views import result_text
 from .messages import Block, Message, round_starts
 from .policy import Policy
@@ -54,11 +55,15 @@ def protected_start(messages: Sequence[Mapping[str, Any]], rounds: int) -> int:
     return starts[-rounds]
 
 
-def prune_tool_blocks(messages: Sequence[Message], policy: Policy | None = None) -> PruneResult:
+def prune_tool_blocks(
+    messages: Sequence[Message], policy: Policy | None = None, *, merge_roles: bool = True
+) -> PruneResult:
     """Keep the newest tool blocks, drop older ones whole, cut big fields of kept ones.
 
     Raises InvalidMessagesError for a history that is not a valid request. The input is
-    never modified; untouched messages keep their identity in the new list.
+    never modified; untouched messages keep their identity in the new list. Same-role
+    neighbours left by removed messages are merged (`compaction.alternation`), unless
+    `merge_roles` is False (compact_messages merges once, after its summary).
     """
     policy = policy or Policy()
     ensure_valid(messages)
@@ -72,28 +77,28 @@ def prune_tool_blocks(messages: Sequence[Message], policy: Policy | None = None)
         _drop_block(messages, block, replacements)
     for block in kept:
         pruner.cut_block(messages, block, replacements)
-    result: list[Message] = []
-    removed: list[Message] = []
-    changed: list[Message] = []
-    sources: list[int] = []
-    for index, message in enumerate(messages):
-        new = replacements.get(index, message)
-        if new is None:
-            removed.append(message)
-        else:
-            result.append(new)
-            sources.append(index)
-            if new is not message:
-                changed.append(message)
+    new = [replacements.get(i, message) for i, message in enumerate(messages)]
+    sources = [i for i, message in enumerate(new) if message is not None]
+    result = [message for message in new if message is not None]
+    groups = merge_groups(result, sources) if merge_roles else [[n] for n in range(len(result))]
+    absorbed = {sources[n] for group in groups for n in group[1:]}
+    merged_into = {sources[group[0]] for group in groups if len(group) > 1}
     return PruneResult(
-        messages=result,
+        messages=[merge_run([result[n] for n in group]) for group in groups],
         tool_blocks_kept=len(kept),
         tool_blocks_dropped=len(dropped),
         tool_calls_truncated=pruner.calls_cut,
         tool_results_truncated=pruner.results_cut,
-        dropped_messages=removed,
-        changed_messages=changed,
-        source_indexes=sources,
+        dropped_messages=[messages[i] for i, message in enumerate(new) if message is None],
+        changed_messages=[
+            messages[i]
+            for i, message in enumerate(new)
+            if message is not None
+            and i not in absorbed
+            and (i in merged_into or message is not messages[i])
+        ],
+        merged_messages=[messages[i] for i in sorted(absorbed)],
+        source_indexes=[sources[group[0]] for group in groups],
     )
 
 

@@ -32,6 +32,7 @@ FailureReason = Literal[
     "api_error",
     "timeout",
     "summarizer_error",
+    "time_budget",  # Policy.summary_time_budget_seconds spent before a retry could start
 ]
 
 #: Rollback reasons that count as a failed summary (they start `Compactor`'s cooldown).
@@ -169,7 +170,11 @@ class PruneResult:
     tool_results_truncated: int = 0
     #: Input messages removed whole (they held nothing but dropped tool blocks).
     dropped_messages: list[Message] = field(default_factory=list)
-    #: Input messages kept in a changed form (blocks dropped or cut), as they were.
+    #: Input messages kept in a changed form (blocks dropped or cut, or a same-role
+    #: neighbour merged into them), as they were.
     changed_messages: list[Message] = field(default_factory=list)
+    #: Input messages merged into the kept message before them (same role, made neighbours
+    #: by a removal; see `compaction.alternation`), as they were.
+    merged_messages: list[Message] = field(default_factory=list)
     #: For each output message, the index of the input message it stands for.
     source_indexes: list[int] = field(default_factory=list)

@@ -51,12 +51,16 @@ _OPEN_STATUSES: Final = frozenset({"pending", "in_progress"})
 def extract_identifiers(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     """The identifiers a history mentions (module doc), deduplicated, in order."""
     found: dict[str, None] = {}
-    tool_names: dict[str, str] = {}
+    # Tool names by id of the previous message's calls (a result answers those only: ids
+    # may repeat across turns).
+    asked: dict[str, str] = {}
     for message in messages:
-        for identifier in _message_identifiers(message, tool_names):
+        calls: dict[str, str] = {}
+        for identifier in _message_identifiers(message, asked, calls):
             identifier = identifier.strip()
             if identifier:
                 found.setdefault(identifier, None)
+        asked = calls
     return list(found)
 
 
@@ -74,7 +78,10 @@ def measure_recall(
     return (len(identifiers) - len(missing)) / len(identifiers), missing
 
 
-def _message_identifiers(message: Mapping[str, Any], tool_names: dict[str, str]) -> Iterator[str]:
+def _message_identifiers(
+    message: Mapping[str, Any], asked: Mapping[str, str], calls: dict[str, str]
+) -> Iterator[str]:
+    """The identifiers of one message; its tool names go into `calls` by id."""
     role = message.get("role")
     if starts_round(message):
         first = _first_line(_plain_text(message))
@@ -89,7 +96,7 @@ def _message_identifiers(message: Mapping[str, Any], tool_names: dict[str, str])
             if role == "user":
                 yield from _error_lines(text)
         elif kind == "tool_use":
-            tool_names[str(block.get("id"))] = str(block.get("name") or "")
+            calls[str(block.get("id"))] = str(block.get("name") or "")
             arguments = block.get("input")
             for text in _strings(arguments):
                 yield from _references(text)
@@ -97,7 +104,7 @@ def _message_identifiers(message: Mapping[str, Any], tool_names: dict[str, str])
             yield from _open_todo_entries(arguments)
         elif kind == "tool_result":
             if block.get("is_error"):
-                name = tool_names.get(str(block.get("tool_use_id")))
+                name = asked.get(str(block.get("tool_use_id")))
                 if name:
                     yield name
             yield from _error_lines(_result_text(block.get("content")))

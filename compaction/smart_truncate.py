@@ -11,10 +11,14 @@
    remove / average tokens of a middle message, taken in one pass, never at random. A tool
    call and its result are deleted together or not at all.
 
-Kept verbatim, never filtered, folded or deleted: system messages, the first and the last
-message, and any message holding a `<command>` block (active workflows; `<command-name>`
-and `<command ...>` tags count too). The result is a valid request with no more tokens than
-the input; `detail` lists what was done, with input indexes so originals can be found.
+Kept verbatim, never filtered, folded or deleted: the leading system messages, the first
+and the last message after them, and any message holding a `<command>` block (active
+workflows; `<command-name>` and `<command ...>` tags count too). A system message in the
+middle of the conversation is ordinary content. Same-role neighbours left by removed
+messages are merged (`compaction.alternation`), so an alternating input stays alternating.
+The result is a valid request with no more tokens than the input; `detail` lists what was
+done, with input indexes so originals can be found (`merged_indexes`: messages merged into
+the kept message before them).
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .alternation import merge_groups, merge_run
 from .file_views import file_view_path, result_text, strip_line_numbers
 from .folding import SourceFile, fold
 from .messages import Block, Message, blocks_of, message_text
+from .partition import leading_system_count
 from .policy import Policy
 from .results import TruncateResult
 from .tokens import message_token_counts
@@ -266,13 +272,20 @@ class _Work:
     # Result -----------------------------------------------------------------------------
 
     def result(self) -> TruncateResult:
-        messages = [m for i in range(len(self.original)) if (m := self.message(i)) is not None]
+        sources = [i for i in range(len(self.original)) if self.message(i) is not None]
+        kept = [m for i in sources if (m := self.message(i)) is not None]
+        groups = merge_groups(kept, sources)
+        messages = [merge_run([kept[n] for n in group]) for group in groups]
+        merged = [sources[n] for group in groups for n in group[1:]]
+        self.detail["merged_indexes"] = merged
         removed = [i for i, m in self.current.items() if m is None]
         deleted = set(self.detail["deleted_indexes"])
         self.detail["emptied_indexes"] = sorted(i for i in removed if i not in deleted)
-        self.detail["changed_indexes"] = sorted(
+        changed = {
             i for i, m in self.current.items() if m is not None and m is not self.original[i]
-        )
+        }
+        changed |= {sources[group[0]] for group in groups if len(group) > 1}
+        self.detail["changed_indexes"] = sorted(changed - set(merged))
         tokens_before = sum(self.counts)
         return TruncateResult(
             messages=messages,
@@ -285,11 +298,11 @@ class _Work:
 
 
 def _protected_indexes(messages: Sequence[Message]) -> set[int]:
-    """System messages, the first and last other message, and `<command>` messages."""
-    protected = {i for i, m in enumerate(messages) if m.get("role") == "system"}
-    others = [i for i in range(len(messages)) if i not in protected]
-    if others:
-        protected.update({others[0], others[-1]})
+    """Leading system messages, the first and last message after them, `<command>` messages."""
+    head_end = leading_system_count(messages)
+    protected = set(range(head_end))
+    if head_end < len(messages):
+        protected.update({head_end, len(messages) - 1})
     protected.update(i for i, m in enumerate(messages) if has_command_block(m))
     return protected
 

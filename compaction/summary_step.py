@@ -33,6 +33,7 @@ from .results import Partition
 from .retention import extract_identifiers, measure_recall
 from .run_state import ContextState, StepFailure
 from .summarizers.base import Summarizer, SummaryRequest
+from .time_budget import TimeBudget
 from .tokens import count_text_tokens
 
 __all__ = ["SummaryOutcome", "SummaryStep", "summarizer_name"]
@@ -72,6 +73,9 @@ class SummaryStep:
     report: RunReport
     instructions: str | None = None
     force: bool = False
+    #: The wall-clock budget of the summarizer phase (time_budget.py), restarted when the
+    #: first attempt starts; the retention check's second request spends the same budget.
+    budget: TimeBudget | None = None
 
     @property
     def name(self) -> str:
@@ -152,6 +156,8 @@ class SummaryStep:
     def summarize_with_retries(self, request: SummaryRequest) -> str:
         """The summary text; retries with exponential backoff (seed 000 F-007)."""
         attempts = self.policy.max_retries + 1
+        if self.budget is not None:
+            self.budget.restart()
         for attempt in range(1, attempts + 1):
             try:
                 return self.summarize_once(request)
@@ -166,6 +172,8 @@ class SummaryStep:
                 if attempt == attempts or not error.retryable:
                     raise
                 delay = self.policy.retry_backoff_seconds * 2 ** (attempt - 1)
+                if self.budget is not None:
+                    self.budget.check(delay)  # no retry starts past the budget: `time_budget`
                 self.report.emit(
                     "summary_retry", reason=error.reason, attempt=attempt, detail={"delay": delay}
                 )
@@ -174,6 +182,8 @@ class SummaryStep:
 
     def summarize_once(self, request: SummaryRequest) -> str:
         """One summarizer call; any failure becomes a SummaryError with a reason."""
+        if self.budget is not None:
+            self.budget.check()
         try:
             text = self.summarizer.summarize(request)
         except SummaryError:

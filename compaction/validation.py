@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -19,8 +20,9 @@ _BLOCK_TYPES = frozenset(
 def validate_messages(messages: Any, *, check_order: bool = True) -> list[Problem]:
     """Every problem that keeps `messages` from being a valid Anthropic request, in order.
 
-    With `check_order=False` only each message and block is checked, not the order
-    (system messages first, every tool_use answered once in the next message, unique ids).
+    With `check_order=False` only each message and block is checked, not the order (every
+    tool_use answered once in the next message, ids unique within a message). System
+    messages may stand anywhere; role alternation is not required (`compaction.alternation`).
     """
     if not isinstance(messages, Sequence) or isinstance(messages, str | bytes | bytearray):
         return [Problem("messages", "must be a list of messages")]
@@ -120,16 +122,16 @@ def _tool_result_problems(path: str, block: Mapping[str, Any], role: Any) -> Ite
 
 
 def _order_problems(messages: Sequence[Mapping[str, Any]]) -> Iterator[Problem]:
-    """System messages lead; each tool_use is answered exactly once in the next message."""
-    seen_other = False
-    seen_ids: set[str] = set()
+    """Each tool_use is answered exactly once, in the very next message.
+
+    Pairing is positional: a tool_result answers the tool_use with its id in the message
+    right before it, so an id may come back in a later turn (agents that number their calls
+    per turn reuse `call_0`), but not twice in one message. System messages may stand
+    anywhere (Claude Code sends some mid-conversation), just not between a tool_use and its
+    tool_result.
+    """
     for index, message in enumerate(messages):
         path = f"messages[{index}]"
-        if message["role"] == "system":
-            if seen_other:
-                yield Problem(f"{path}.role", "system messages must come before all others")
-            continue
-        seen_other = True
         previous = messages[index - 1] if index else None
         asked = tool_use_ids(previous) if previous and previous["role"] == "assistant" else []
         answered = tool_result_ids(message)
@@ -141,14 +143,12 @@ def _order_problems(messages: Sequence[Mapping[str, Any]]) -> Iterator[Problem]:
         if len(set(answered)) != len(answered):
             yield Problem(path, "a tool_use is answered by more than one tool_result")
         ids = tool_use_ids(message)
-        for tool_id in ids:
-            if tool_id in seen_ids:
-                yield Problem(path, f"tool_use id {tool_id!r} is used more than once")
-            seen_ids.add(tool_id)
+        for tool_id in [i for i, n in Counter(ids).items() if n > 1]:
+            yield Problem(path, f"tool_use id {tool_id!r} is used more than once in this message")
         if ids:
             following = messages[index + 1] if index + 1 < len(messages) else None
             replied = set(tool_result_ids(following)) if following else set()
-            for tool_id in ids:
+            for tool_id in dict.fromkeys(ids):
                 if tool_id not in replied:
                     yield Problem(
                         path, f"tool_use {tool_id!r} has no tool_result in the next user message"

@@ -79,7 +79,8 @@ class _Collector:
 
     line_chars: int
     lines: list[_Line] = field(default_factory=list)
-    calls: dict[str, _Call] = field(default_factory=dict)
+    calls: dict[str, _Call] = field(default_factory=dict)  # this message's, by id
+    asked: dict[str, _Call] = field(default_factory=dict)  # the previous message's, by id
     files: dict[str, list[str]] = field(default_factory=dict)
     file_order: dict[str, int] = field(default_factory=dict)
     tool_counts: dict[str, list[int]] = field(default_factory=dict)  # name -> [calls, failed]
@@ -101,6 +102,8 @@ class _Collector:
         return text[:limit].rsplit(" ", 1)[0] + " …"
 
     def message(self, order: int, message: Mapping[str, Any]) -> None:
+        # A result answers a call of the message right before it: ids may repeat across turns.
+        self.asked, self.calls = self.calls, {}
         if is_summary_message(message):
             self.earlier_summary(order, message_text(message))
             return
@@ -111,6 +114,8 @@ class _Collector:
                 self.user_text(order, str(block.get("text", "")))
             elif kind == "text" and role == "assistant":
                 self.assistant_text(order, str(block.get("text", "")))
+            elif kind == "text" and role == "system":  # mid-conversation notes: paths, TODOs
+                self.text_mentions(order, str(block.get("text", "")))
             elif kind == "tool_use":
                 self.tool_use(order, block)
             elif kind == "tool_result":
@@ -181,7 +186,7 @@ class _Collector:
                 self.todos.append(f"- [{item.get('status', 'pending')}] {self.clip(str(label))}")
 
     def tool_result(self, order: int, block: Mapping[str, Any]) -> None:
-        call = self.calls.get(str(block.get("tool_use_id")))
+        call = self.asked.get(str(block.get("tool_use_id")))
         name = call.name if call else "tool"
         argument = _argument(call.input) if call else ""
         text = _result_text(block)

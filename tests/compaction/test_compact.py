@@ -21,6 +21,7 @@ from compaction import (
     count_tokens,
     validate_messages,
 )
+from compaction.alternation import alternates
 from compaction.blobstore import LocalBlobStore
 from compaction.errors import BlobStoreError
 from compaction.messages import SUMMARY_KEY, SUMMARY_PREFIX, is_summary_message
@@ -146,12 +147,15 @@ def test_output_is_head_summary_tail():
     assert result.messages[0] is messages[0]
     summary = result.messages[1]
     assert summary["role"] == "user"
-    # The summary text, then the outline of the file the middle viewed (seed 002 §2.5).
-    assert summary["content"].startswith(f"{SUMMARY_PREFIX}\n{SUMMARY}\n\n<system-reminder>")
-    assert "Folded src/parser.py" in summary["content"]
+    # The summary text, then the outline of the file the middle viewed (seed 002 §2.5); the
+    # tail's first message is a user message too: merged in, so the roles alternate.
+    text, merged = summary["content"]
+    assert text["text"].startswith(f"{SUMMARY_PREFIX}\n{SUMMARY}\n\n<system-reminder>")
+    assert "Folded src/parser.py" in text["text"]
+    assert merged == {"type": "text", "text": messages[-2]["content"]}
     assert is_summary_message(summary)
-    assert result.messages[2:] == messages[-2:]
-    assert all(a is b for a, b in zip(result.messages[2:], messages[-2:], strict=True))
+    assert result.messages[2] is messages[-1]
+    assert alternates(result.messages)
     assert result.summary == SUMMARY
     assert validate_messages(result.messages) == []
 
@@ -167,12 +171,14 @@ def test_stats_follow_seed_000_f008():
         original_token_count=before,
         compacted_token_count=after,
         compaction_ratio=after / before,
-        compacted_message_count=len(messages) - 3,  # the middle
-        retained_message_count=3,  # head (1) + tail (2)
+        # The middle, and the tail's user message merged into the summary (alternation).
+        compacted_message_count=len(messages) - 2,
+        retained_message_count=2,  # head (1) + the tail's assistant message
         recall=result.stats.recall,
     )
     assert result.partition is not None
-    assert len(result.partition.middle) == result.stats.compacted_message_count
+    assert len(result.partition.middle) + 1 == result.stats.compacted_message_count
+    assert len(result.messages) == 3
 
 
 def test_summary_metadata_names_summarizer_count_and_level(clock):
@@ -367,7 +373,7 @@ def test_a_summary_that_saves_nothing_is_rolled_back():
 # --- archive (seed 000 F-006) ----------------------------------------------------------------
 
 
-def test_archive_holds_the_middle_as_indented_json(tmp_path, clock):
+def test_archive_holds_the_replaced_messages_as_indented_json(tmp_path, clock):
     messages = history()
 
     result = compact(messages, archive_dir=tmp_path / "a" / "b", session_id="s-1", clock=clock)
@@ -375,7 +381,8 @@ def test_archive_holds_the_middle_as_indented_json(tmp_path, clock):
     expected = tmp_path / "a" / "b" / "s-1" / "compact-20260217T101500Z-1.json"
     assert result.archive_path == str(expected)
     text = expected.read_text(encoding="utf-8")
-    assert json.loads(text) == messages[1:-2]
+    # The middle, and the tail's user message now merged into the summary message.
+    assert json.loads(text) == messages[1:-1]
     assert text.startswith("[\n  {")  # indented
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from compaction import (
+    CompactResult,
     Policy,
     ScriptedSummarizer,
     SummaryError,
@@ -22,6 +23,7 @@ from compaction import (
     should_compact,
     validate_messages,
 )
+from compaction.alternation import alternates
 from compaction.folding import SourceFile, fold
 from compaction.hard_truncate import hard_limit_tokens
 from compaction.messages import (
@@ -225,7 +227,10 @@ def test_selective_keeps_the_newest_twelve_rounds_verbatim():
     texts = [m for m in messages[1:] if not tool_use_ids(m) and not tool_result_ids(m)]
     newest = texts[-24:]  # the requests and replies of rounds 8 to 19
     assert message_text(newest[0]).startswith("request 8:")
-    assert all(id(m) in kept for m in newest)
+    # The first is merged into the summary (both user messages: the roles alternate).
+    assert result.messages[1]["content"][1]["text"] == newest[0]["content"]
+    assert all(id(m) in kept for m in newest[1:])
+    assert alternates(result.messages)
     assert not any(id(m) in kept for m in texts[:-24])  # older rounds are summarized
     # Their tool blocks are still pruned to the newest 5 (seed 004 §2).
     assert sum(1 for m in result.messages if tool_use_ids(m)) == 5
@@ -246,8 +251,11 @@ def test_auto_compression_keeps_system_summary_and_the_newest_ten_messages():
     assert result.compacted
     assert result.messages[0] is messages[0]
     assert is_summary_message(result.messages[1])
-    assert len(result.messages) == 12
-    assert all(a is b for a, b in zip(result.messages[2:], messages[-10:], strict=True))
+    # The newest ten: the first, a user message, is merged into the summary (alternation).
+    assert len(result.messages) == 11
+    assert result.messages[1]["content"][1]["text"] == messages[-10]["content"]
+    assert all(a is b for a, b in zip(result.messages[2:], messages[-9:], strict=True))
+    assert result.stats.retained_message_count == 10  # the merged one counts as compacted
 
 
 # --- the summary holds the folded files of the middle (seed 002 §2.5) -------------------------
@@ -276,6 +284,11 @@ def main():
 """
 
 
+def summary_text(result: CompactResult) -> str:
+    """The summary message's own text (a user message after it is merged in)."""
+    return str(result.messages[1]["content"][0]["text"])
+
+
 def numbered(source: str) -> str:
     """The source as the Read tool shows it: `     1→code`."""
     return "\n".join(f"{n:6}\u2192{line}" for n, line in enumerate(source.splitlines(), 1))
@@ -294,7 +307,7 @@ def test_the_summary_message_holds_the_outline_of_a_file_read_in_the_middle():
     result = compact_messages(messages, policy, summarizer=ScriptedSummarizer(SUMMARY), force=True)
 
     assert result.compacted
-    summary = message_text(result.messages[1])
+    summary = summary_text(result)
     assert f"{SUMMARY}\n\n<system-reminder>\nFolded src/parser.py" in summary
     outline = summary[summary.index("<system-reminder>") :]
     assert outline.rstrip().endswith("</system-reminder>")
@@ -325,7 +338,7 @@ def test_the_outlines_are_held_to_the_fold_budget():
     result = compact_messages(messages, policy, summarizer=ScriptedSummarizer(SUMMARY), force=True)
 
     assert result.compacted
-    assert message_text(result.messages[1]).endswith(f"{SUMMARY}\n\n{budgeted.text}")
+    assert summary_text(result).endswith(f"{SUMMARY}\n\n{budgeted.text}")
 
 
 def test_a_file_whose_outline_is_not_smaller_is_left_out():
@@ -341,7 +354,7 @@ def test_a_file_whose_outline_is_not_smaller_is_left_out():
     result = compact_messages(messages, policy, summarizer=ScriptedSummarizer(SUMMARY), force=True)
 
     assert result.compacted
-    assert message_text(result.messages[1]).endswith(SUMMARY)
+    assert summary_text(result).endswith(SUMMARY)
 
 
 # --- fallbacks ------------------------------------------------------------------------------
@@ -564,7 +577,7 @@ COMPACT_MODULE = importlib.import_module("compaction.chain_steps")
 
 
 def test_a_crashing_pruner_rolls_back_and_is_named(monkeypatch):
-    def crash(messages, policy=None):
+    def crash(messages, policy=None, **options):
         raise RuntimeError("pruner bug")
 
     monkeypatch.setattr(COMPACT_MODULE, "prune_tool_blocks", crash)
@@ -580,7 +593,7 @@ def test_a_crashing_pruner_rolls_back_and_is_named(monkeypatch):
 def test_an_invalid_result_is_never_returned(monkeypatch):
     from compaction.results import PruneResult
 
-    def orphaning(messages, policy=None):  # drops a tool_use but keeps its result
+    def orphaning(messages, policy=None, **options):  # drops a tool_use but keeps its result
         broken = [m for m in messages if m is not messages[2]]
         return PruneResult(messages=broken)
 
@@ -595,7 +608,7 @@ def test_an_invalid_result_is_never_returned(monkeypatch):
 
 
 def test_a_crashing_fallback_keeps_the_previous_state(monkeypatch):
-    def crash(messages, policy=None):
+    def crash(messages, policy=None, **options):
         raise RuntimeError("truncate bug")
 
     monkeypatch.setattr(COMPACT_MODULE, "smart_truncate", crash)

@@ -18,12 +18,14 @@ from compaction import (
     InvalidMessagesError,
     Policy,
     ScriptedSummarizer,
+    alternates,
     compact_messages,
     count_tokens,
     ensure_valid,
     fold_file,
     fold_files,
     hard_truncate,
+    merge_adjacent_roles,
     message_token_counts,
     message_tokens,
     offload_tool_results,
@@ -66,6 +68,8 @@ HISTORY_FUNCTIONS: dict[str, Callable[[Path], Callable[[Any], object]]] = {
     "hard_truncate": lambda _: hard_truncate,
     "offload_tool_results": offload,
     "ensure_valid": lambda _: ensure_valid,
+    "merge_adjacent_roles": lambda _: merge_adjacent_roles,
+    "alternates": lambda _: alternates,
 }
 
 

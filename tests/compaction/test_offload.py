@@ -231,9 +231,76 @@ def test_output_directory_is_created_even_when_nothing_is_offloaded(tmp_path: Pa
 
 def test_existing_output_directory_is_fine(tmp_path: Path) -> None:
     offload_tool_results([call("t1"), results(("t1", "x" * 100))], tmp_path)
-    again = offload_tool_results([call("t1"), results(("t1", "y" * 100))], tmp_path)
+    again = offload_tool_results([call("t2"), results(("t2", "y" * 100))], tmp_path)
     assert again.offloaded_count == 1
-    assert (tmp_path / "tool-result-t1.md").read_text() == "y" * 100
+    assert (tmp_path / "tool-result-t2.md").read_text() == "y" * 100
+
+
+# A file is never replaced (issue 10) ---------------------------------------------------------
+
+
+def reference_of(result: Any, message: int = 1) -> str:
+    match = re.fullmatch(
+        r"\[Content offloaded to: \./(.+)\]", result.messages[message]["content"][0]["content"]
+    )
+    assert match is not None
+    return match.group(1)
+
+
+def test_a_second_call_with_the_same_id_writes_a_new_file(tmp_path: Path) -> None:
+    # Agents reuse ids such as call_0 every turn: each turn's result keeps its own file.
+    first = offload_tool_results([call("call_0"), results(("call_0", "x" * 100))], tmp_path)
+    second = offload_tool_results([call("call_0"), results(("call_0", "y" * 100))], tmp_path)
+
+    assert reference_of(first) == "tool-result-call_0.md"
+    assert reference_of(second) == "tool-result-call_0-1.md"
+    assert (tmp_path / reference_of(first)).read_text() == "x" * 100
+    assert (tmp_path / reference_of(second)).read_text() == "y" * 100
+    assert second.files == [str((tmp_path / "tool-result-call_0-1.md").resolve())]
+
+
+def test_numbers_continue_after_files_of_earlier_calls(tmp_path: Path) -> None:
+    for turn in range(12):
+        offload_tool_results([call("c"), results(("c", f"{turn:03}" * 40))], tmp_path)
+    messages = [call("c"), results(("c", "a" * 100)), call("c"), results(("c", "b" * 100))]
+
+    result = offload_tool_results(messages, tmp_path)
+
+    assert reference_of(result, 1) == "tool-result-c-12.md"
+    assert reference_of(result, 3) == "tool-result-c-13.md"
+    assert (tmp_path / "tool-result-c-11.md").read_text() == "011" * 40
+    assert (tmp_path / "tool-result-c-13.md").read_text() == "b" * 100
+    assert len(list(tmp_path.iterdir())) == 14
+
+
+def test_a_file_created_between_check_and_write_is_not_replaced(tmp_path: Path) -> None:
+    class RacingStore(LocalBlobStore):
+        """Another writer creates each name right after this store saw it free."""
+
+        def exists(self, name: str) -> bool:
+            free = not super().exists(name)
+            if free and name == "tool-result-t1.md":
+                self.path(name).write_text("other writer")
+            return not free
+
+    result = offload_tool_results(
+        [call("t1"), results(("t1", "x" * 100))], None, store=RacingStore(tmp_path)
+    )
+
+    assert (tmp_path / "tool-result-t1.md").read_text() == "other writer"
+    assert reference_of(result) == "tool-result-t1-1.md"
+    assert (tmp_path / "tool-result-t1-1.md").read_text() == "x" * 100
+
+
+def test_a_store_without_create_is_checked_before_each_write() -> None:
+    store = MemoryStore()
+    store.blobs["tool-result-t1.md"] = b"earlier"
+
+    result = offload_tool_results([call("t1"), results(("t1", "x" * 100))], None, store=store)
+
+    assert store.blobs["tool-result-t1.md"] == b"earlier"
+    assert store.blobs["tool-result-t1-1.md"] == b"x" * 100
+    assert result.files == ["memory://tool-result-t1-1.md"]
 
 
 # Repeated ids ------------------------------------------------------------------------------
@@ -449,3 +516,12 @@ def test_offload_properties(tmp_path_factory: pytest.TempPathFactory, history: l
             assert (json.loads(text) if isinstance(original, list) else text) == original
             recovered += 1
     assert recovered == result.offloaded_count == len(result.files)
+
+
+def test_a_store_that_says_every_name_exists_is_an_error_not_a_loop() -> None:
+    class FullStore(MemoryStore):
+        def exists(self, name: str) -> bool:
+            return True
+
+    with pytest.raises(BlobStoreError, match="no free file name"):
+        offload_tool_results([call("t1"), results(("t1", "x" * 100))], None, store=FullStore())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from compaction import PRESETS, STEPS, Policy, PolicyError
@@ -117,3 +119,119 @@ def test_from_dict_rejects_unknown_keys():
         Policy.from_dict({"context_limit": 10, "bogus": 1})
 
     assert caught.value.field == "bogus"
+
+
+# --- bounds (issue 10): no setting may make a compaction run away ----------------------------
+
+NUMBER_FIELDS = [
+    "context_limit",
+    "trigger_ratio",
+    "safety_factor",
+    "tail_retention_ratio",
+    "keep_recent_messages",
+    "summary_max_tokens",
+    "max_retries",
+    "retry_backoff_seconds",
+    "summary_timeout_seconds",
+    "summary_time_budget_seconds",
+    "tool_blocks_keep_recent",
+    "tool_call_threshold",
+    "tool_result_threshold",
+    "preview_tokens",
+    "dialogue_rounds_keep_min",
+    "cooldown_seconds",
+    "fold_max_tokens",
+    "fold_max_line_span",
+    "fold_seed",
+    "smart_truncate_max_tokens",
+    "middle_start",
+    "middle_end",
+    "offload_min_chars",
+    "min_recall",
+    "hard_limit",
+]
+
+
+@pytest.mark.parametrize("field", NUMBER_FIELDS)
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf"), 1e400, -1, 2**53])
+def test_every_number_field_refuses_nan_infinity_huge_and_negative(field, value):
+    with pytest.raises(PolicyError) as caught:
+        Policy(**{field: value})
+
+    assert caught.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        (field, value)
+        for field in NUMBER_FIELDS
+        for value in ("3", True, None, [1])
+        if (field, value) != ("hard_limit", None)  # None is its default: the context limit
+    ],
+)
+def test_every_number_field_refuses_other_types(field, value):
+    with pytest.raises(PolicyError) as caught:
+        Policy(**{field: value})
+
+    assert caught.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"steps": ("summary", "summary")}, "steps"),
+        ({"steps": ("selective", "summary", "selective")}, "steps"),
+        ({"max_retries": 11}, "max_retries"),
+        ({"retry_backoff_seconds": 60.5}, "retry_backoff_seconds"),
+        ({"retry_backoff_seconds": -0.1}, "retry_backoff_seconds"),
+        ({"summary_time_budget_seconds": 0}, "summary_time_budget_seconds"),
+        ({"summary_time_budget_seconds": 601}, "summary_time_budget_seconds"),
+        ({"summary_timeout_seconds": 0}, "summary_timeout_seconds"),
+        ({"context_limit": 2**53}, "context_limit"),
+        ({"middle_end": 1.5}, "middle_end"),
+        ({"keep_recent_messages": 2.5}, "keep_recent_messages"),
+        ({"enabled": "yes"}, "enabled"),
+        ({"encoding": "p50k_base"}, "encoding"),
+        ({"file_view_tools": ("Read", 3)}, "file_view_tools"),
+    ],
+)
+def test_bounds_name_their_field(changes, field):
+    with pytest.raises(PolicyError) as caught:
+        Policy(**changes)
+
+    assert caught.value.field == field
+    assert str(caught.value).startswith(f"{field}:")
+
+
+def test_a_duplicate_step_is_named():
+    with pytest.raises(
+        PolicyError, match=r"steps: each step may appear once; repeated: \['summary'\]"
+    ):
+        Policy(steps=("summary", "hard_truncate", "summary"))
+
+
+def test_the_largest_allowed_values_are_accepted():
+    policy = Policy(
+        context_limit=2**53 - 1,
+        max_retries=10,
+        retry_backoff_seconds=60,
+        summary_time_budget_seconds=600,
+    )
+
+    assert (policy.max_retries, policy.retry_backoff_seconds) == (10, 60)
+    assert policy.summary_time_budget_seconds == 600
+
+
+def test_the_summary_time_budget_defaults_to_two_minutes():
+    assert Policy().summary_time_budget_seconds == 120.0
+
+
+def test_from_dict_refuses_json_overflow_and_non_lists():
+    overflow = json.loads('{"retry_backoff_seconds": 1e400}')  # JSON parses it as inf
+    with pytest.raises(PolicyError) as caught:
+        Policy.from_dict(overflow)
+    assert caught.value.field == "retry_backoff_seconds"
+    with pytest.raises(PolicyError) as caught:
+        Policy.from_dict({"steps": "summary"})
+    assert caught.value.field == "steps"

@@ -143,7 +143,10 @@ def test_a_message_left_with_only_thinking_is_removed() -> None:
 def test_text_and_thinking_stay_together() -> None:
     messages = [user("go"), *step("old", text="plan", thinking="hmm"), *session(5)[1:]]
     result = prune_tool_blocks(messages)
-    assert [b["type"] for b in result.messages[1]["content"]] == ["thinking", "text"]
+    # They stay, in order; the next assistant message (its neighbour now) is merged in.
+    assert [b["type"] for b in result.messages[1]["content"]] == ["thinking", "text", "tool_use"]
+    assert result.merged_messages == [messages[3]]
+    assert result.changed_messages == [messages[1]]
 
 
 # §2.3: cutting big fields of kept blocks ---------------------------------------------------
@@ -326,7 +329,9 @@ def test_prune_properties(history: list[dict[str, Any]], policy: Policy) -> None
     # Recoverable: every input message is in the output as is, or reported as dropped or
     # changed (with its original content).
     output_ids = {id(m) for m in result.messages}
-    reported = {id(m) for m in result.dropped_messages + result.changed_messages}
+    reported = result.dropped_messages + result.changed_messages + result.merged_messages
+    assert len(reported) == len({id(m) for m in reported})  # each in one list
     for message in history:
-        assert (id(message) in output_ids) != (id(message) in reported)
-    assert len(result.messages) + len(result.dropped_messages) == len(history)
+        assert (id(message) in output_ids) != (id(message) in {id(m) for m in reported})
+    merged = len(result.merged_messages)
+    assert len(result.messages) + len(result.dropped_messages) + merged == len(history)

@@ -150,11 +150,16 @@ def test_tool_result_content_shapes():
     ]
 
 
-def test_system_messages_must_lead():
-    problem = only([system("a"), user("q"), system("b")])
+def test_system_messages_may_stand_anywhere():
+    # Claude Code 2.1 sends system messages mid-conversation (issue 10).
+    assert validate_messages([system("a"), user("q"), system("b"), assistant("x")]) == []
+    assert validate_messages([user("q"), assistant("x"), system("b")]) == []
 
-    assert problem.path == "messages[2].role"
-    assert "before all others" in problem.message
+
+def test_a_system_message_may_not_separate_a_call_from_its_result():
+    messages = [user("q"), tool_call("t1"), system("note"), tool_results(("t1", "x"))]
+
+    assert paths(messages) == ["messages[1]", "messages[3]"]
 
 
 def test_a_tool_use_needs_its_result_in_the_next_message():
@@ -188,12 +193,28 @@ def test_a_tool_use_answered_twice():
     assert "more than one tool_result" in only(messages).message
 
 
-def test_tool_use_ids_must_be_unique():
-    messages = [user("q"), *exchange("t1"), *exchange("t1")]
+def test_tool_use_ids_may_repeat_across_turns():
+    # Agents that number their calls per turn send `call_0` every turn (issue 10): a result
+    # answers the call with its id in the message right before it.
+    messages = [user("q"), *exchange("call_0"), *exchange("call_0"), *exchange("call_0")]
+
+    assert validate_messages(messages) == []
+
+
+def test_tool_use_ids_must_be_unique_within_a_message():
+    call = tool_call("t1")
+    call["content"].append(dict(call["content"][0]))
+    messages = [user("q"), call, tool_results(("t1", "a"))]
 
     problem = only(messages)
-    assert problem.path == "messages[3]"
-    assert "used more than once" in problem.message
+    assert problem.path == "messages[1]"
+    assert "used more than once in this message" in problem.message
+
+
+def test_a_repeated_id_answers_only_the_previous_message():
+    messages = [user("q"), *exchange("t1"), assistant("x"), user("y"), tool_results(("t1", "a"))]
+
+    assert "'t1' answers no tool_use in the previous message" in only(messages).message
 
 
 def test_every_problem_is_reported_not_just_the_first():
