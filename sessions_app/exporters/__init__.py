@@ -2,6 +2,9 @@
 
 `export_messages(messages, fmt, title=...)` returns the body with its media type and file
 extension; `to_anthropic`, `to_openai` and `to_markdown` give the structures themselves.
+The JSON formats are requests a client can send: roles alternate (`merge_adjacent_roles`),
+and system messages after the first other message are rendered as each API accepts them;
+the Markdown transcript keeps every stored message as its own section (docs/exports.md).
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .anthropic import clean_block, to_anthropic
+from .alternation import merge_adjacent_roles
+from .anthropic import clean_block, request_messages, to_anthropic
 from .markdown import to_markdown
 from .openai import to_openai
 
@@ -20,6 +24,8 @@ __all__ = [
     "Export",
     "clean_block",
     "export_messages",
+    "merge_adjacent_roles",
+    "request_messages",
     "to_anthropic",
     "to_markdown",
     "to_openai",

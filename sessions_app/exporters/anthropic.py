@@ -1,8 +1,10 @@
 """Export to an Anthropic Messages request body: `{"system": ..., "messages": [...]}`.
 
-Leading system messages become `system`; every block keeps only the keys the Messages API
-accepts for its type (ctxweb's own markers and source-specific keys are dropped), so the
-body can be sent as is.
+Leading system messages become `system`. The Messages API has no system role inside
+`messages`, so a later system message becomes a user text block `<system>…</system>` in its
+place; same-role neighbours are then merged, so roles alternate (docs/exports.md). Every
+block keeps only the keys the Messages API accepts for its type (ctxweb's own markers and
+source-specific keys are dropped), so the body can be sent as is.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from typing import Any, Final
 
 from compaction import Block, blocks_of
 
-__all__ = ["clean_block", "to_anthropic"]
+from .alternation import merge_adjacent_roles
+
+__all__ = ["clean_block", "request_messages", "system_block", "to_anthropic"]
 
 _ALLOWED: Final = {
     "text": frozenset({"type", "text", "citations", "cache_control"}),
@@ -27,22 +31,43 @@ _ALLOWED: Final = {
 
 def to_anthropic(messages: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """The messages as an Anthropic request body (no model or max_tokens: the caller's)."""
-    system: list[Any] = []
-    result: list[dict[str, Any]] = []
-    for message in messages:
-        role = message.get("role")
-        content = message.get("content")
-        if role == "system" and not result:
-            system.append(content)
-            continue
-        if role == "system":  # never after the start in a valid list; kept readable anyway
-            role, content = "user", [{"type": "text", "text": "[system]"}, *blocks_of(message)]
-        result.append({"role": role, "content": clean_content(content)})
+    system, rest = request_messages(messages)
     body: dict[str, Any] = {}
     if system:
-        body["system"] = _system(system)
-    body["messages"] = result
+        body["system"] = _system([message.get("content") for message in system])
+    body["messages"] = [
+        {"role": message["role"], "content": clean_content(message.get("content"))}
+        for message in rest
+    ]
     return body
+
+
+def request_messages(
+    messages: Iterable[Mapping[str, Any]],
+) -> tuple[list[Mapping[str, Any]], list[dict[str, Any]]]:
+    """(leading system messages, the rest as alternating user/assistant messages).
+
+    The rest keeps only role and content, as stored (blocks are not cleaned): a later
+    system message becomes a user message holding `system_block`, then same-role
+    neighbours are merged.
+    """
+    system: list[Mapping[str, Any]] = []
+    rest: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "system" and not rest:
+            system.append(message)
+        elif role == "system":
+            rest.append({"role": "user", "content": [system_block(message)]})
+        else:
+            rest.append({"role": role, "content": message.get("content")})
+    return system, merge_adjacent_roles(rest)
+
+
+def system_block(message: Mapping[str, Any]) -> Block:
+    """A mid-conversation system message as one user text block `<system>…</system>`."""
+    texts = [str(b.get("text", "")) for b in blocks_of(message) if b.get("type") == "text"]
+    return _text("<system>\n" + "\n\n".join(texts) + "\n</system>")
 
 
 def _system(parts: list[Any]) -> str | list[Block]:

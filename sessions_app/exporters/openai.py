@@ -1,19 +1,25 @@
 """Export to an OpenAI chat request body: `{"messages": [...]}`.
 
-Tool calls become `tool_calls` (arguments as a JSON string) and tool results `role: "tool"`
+The one converter to OpenAI chat messages: the export and `GET …/context?format=openai`
+both use it (docs/exports.md). Same-role neighbours are merged first, so roles alternate.
+Tool calls become `tool_calls` (arguments as compact JSON text) and tool results `role: "tool"`
 messages placed before the rest of their user message; thinking becomes `reasoning_content`.
-Content that was a string stays a string, block lists become content-part lists, so importing
-the export gives the same messages back. Not representable, hence dropped: a result's
-`is_error` flag and thinking signatures; documents become a text note.
+System messages stay `role: "system"` where they are (OpenAI accepts them anywhere), except
+one right after a tool call moves after the message answering it, since `role: "tool"`
+messages must follow their call. Content that was a string stays a string, block lists
+become content-part lists, so importing the export gives the same messages back. Not
+representable, hence dropped: a result's `is_error` flag and thinking signatures; a
+plain-text document becomes its text, any other document a text note.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from compaction import blocks_of
+from compaction import blocks_of, compact_json, tool_use_ids
+
+from .alternation import merge_adjacent_roles
 
 __all__ = ["to_openai"]
 
@@ -21,7 +27,7 @@ __all__ = ["to_openai"]
 def to_openai(messages: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """The messages as an OpenAI chat request body (no model: the caller's)."""
     result: list[dict[str, Any]] = []
-    for message in messages:
+    for message in merge_adjacent_roles(_results_before_system([dict(m) for m in messages])):
         role = message.get("role")
         if role == "assistant":
             result.append(_assistant(message))
@@ -30,6 +36,25 @@ def to_openai(messages: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         else:
             result.extend(_user(message))
     return {"messages": result}
+
+
+def _results_before_system(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each system message right after a tool call moved after the next other message."""
+    ordered: list[dict[str, Any]] = []
+    held: list[dict[str, Any]] = []
+    for message in messages:
+        if message.get("role") == "system" and (held or _asks_tools(ordered)):
+            held.append(message)
+            continue
+        ordered.append(message)
+        ordered.extend(held)
+        held = []
+    return ordered + held
+
+
+def _asks_tools(ordered: list[dict[str, Any]]) -> bool:
+    last = ordered[-1] if ordered else None
+    return last is not None and last.get("role") == "assistant" and bool(tool_use_ids(last))
 
 
 def _assistant(message: Mapping[str, Any]) -> dict[str, Any]:
@@ -55,7 +80,7 @@ def _call(block: Mapping[str, Any]) -> dict[str, Any]:
         "type": "function",
         "function": {
             "name": block.get("name"),
-            "arguments": json.dumps(block.get("input", {}), ensure_ascii=False),
+            "arguments": compact_json(block.get("input", {})),
         },
     }
 
@@ -94,6 +119,9 @@ def _part(block: Mapping[str, Any]) -> dict[str, Any]:
         return {"type": "image_url", "image_url": {"url": _image_url(block.get("source"))}}
     if kind == "thinking":
         return {"type": "text", "text": str(block.get("thinking") or "")}
+    source = block.get("source")
+    if kind == "document" and isinstance(source, Mapping) and source.get("type") == "text":
+        return {"type": "text", "text": str(source.get("data", ""))}
     return {"type": "text", "text": f"[{kind} block]"}
 
 

@@ -95,6 +95,9 @@ class MessageView:
     #: Every block is a tool result already shown with its call: nothing left to draw.
     hidden: bool = False
     kind: str = "message"
+    #: Unique among the views built together, for element ids: the seq, or `x<index>` for a
+    #: message without one (an earlier summary inside a compaction's archive).
+    key: str = ""
 
 
 def _cut(text: str, limit: int) -> tuple[str, bool]:
@@ -257,16 +260,17 @@ class MessageLike(Protocol):
 def build_message_views(rows: Iterable[MessageLike], *, full: bool = False) -> list[MessageView]:
     """Display views of messages in order, each tool call paired with its result.
 
-    Long texts are cut to a preview unless `full`. A tool_result whose call is in `rows` is shown
-    inside that call's row; a message left with nothing to show is marked hidden.
+    Long texts are cut to a preview unless `full`. A message without a seq (an earlier
+    summary in an archive) is never cut: there is no stored message to load the rest from.
+    A tool_result whose call is in `rows` is shown inside that call's row; a message left
+    with nothing to show is marked hidden.
     """
     rows = list(rows)
-    limits = _FULL if full else _PREVIEW
     results: dict[str, ToolResultView] = {}
     for row in rows:
         for block in blocks_of({"content": row.content}):
             if block.get("type") == "tool_result":
-                view = _result_view(block, row.seq, limits.tool)
+                view = _result_view(block, row.seq, _limits(row, full).tool)
                 results.setdefault(view.tool_use_id, view)
     called = {
         str(block.get("id"))
@@ -275,7 +279,8 @@ def build_message_views(rows: Iterable[MessageLike], *, full: bool = False) -> l
         if block.get("type") == "tool_use"
     }
     views: list[MessageView] = []
-    for row in rows:
+    for index, row in enumerate(rows):
+        limits = _limits(row, full)
         as_dict = {**(row.extra or {}), "role": row.role, "content": row.content}
         summary = is_summary_message(as_dict)
         raw_blocks: Sequence[Mapping[str, Any]] = (
@@ -296,6 +301,11 @@ def build_message_views(rows: Iterable[MessageLike], *, full: bool = False) -> l
                 is_summary=summary,
                 is_meta=is_meta(as_dict),
                 hidden=bool(raw_blocks) and not shown,
+                key=str(row.seq) if row.seq is not None else f"x{index}",
             )
         )
     return views
+
+
+def _limits(row: MessageLike, full: bool) -> _Limits:
+    return _FULL if full or row.seq is None else _PREVIEW

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.client
+import json
 from pathlib import Path
 
 import pytest
@@ -51,7 +52,9 @@ def test_gunicorn_serves_the_app_and_whitenoise_the_static_files(
     assert server.poll() is None, processes.log("gunicorn")[-3000:]
 
     status, headers, body = _get(port, "/api/health", PROXIED)
-    assert (status, body) == (200, b'{"status": "ok", "database": "ok"}')
+    health = json.loads(body)
+    assert (status, health["status"], health["database"]) == (200, "degraded", "ok"), "no worker"
+    assert health["checks"]["storage"]["status"] == "ok"
     assert "max-age=31536000" in headers["strict-transport-security"]
 
     status, headers, _ = _get(port, "/api/health", {"Host": "127.0.0.1"})

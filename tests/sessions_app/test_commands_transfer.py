@@ -117,7 +117,10 @@ def test_export_context(user: Any, samples_dir: Path, tmp_path: Path) -> None:
     session = _import(user, samples_dir / "cclog_dag_compact_after_rewind.synthetic.jsonl")
     out, _ = run("export_context", str(session.pk), format="anthropic")
     body = json.loads(out)
-    assert len(body["messages"]) == 3  # the summary and the two messages after it
+    # The summary and the two messages after it; the summary and the user message that
+    # follows it go out as one user message, so roles alternate.
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant"]
+    assert body["messages"][0]["content"][-1] == {"type": "text", "text": "After compaction"}
     history, _ = run("export_context", str(session.pk), format="openai", what="history")
     assert len(json.loads(history)["messages"]) == 8
     target = tmp_path / "out.md"

@@ -90,7 +90,7 @@ def test_openai_round_trip_gives_the_same_messages() -> None:
     assert call == {
         "id": "t1",
         "type": "function",
-        "function": {"name": "bash", "arguments": '{"command": "ls", "n": [1, 2]}'},
+        "function": {"name": "bash", "arguments": '{"command":"ls","n":[1,2]}'},
     }
     assert body["messages"][2]["reasoning_content"] == "List it."
     imported = parse_text(json.dumps(body), "openai")

@@ -81,9 +81,9 @@ def test_openai_payload_has_tool_calls_and_tool_messages(make_session: Any) -> N
         "type": "function",
         "function": {"name": "Read", "arguments": '{"file_path":"a.py"}'},
     }
-    assert chat[2]["content"] == "reading"
+    assert chat[2]["content"] == [{"type": "text", "text": "reading"}]  # blocks stay parts
     assert chat[3] == {"role": "tool", "tool_call_id": "t1", "content": "print(1)"}
-    assert chat[4] == {"role": "assistant", "content": "done"}
+    assert chat[4] == {"role": "assistant", "content": [{"type": "text", "text": "done"}]}
 
 
 @pytest.mark.parametrize("fmt", ["anthropic", "openai"])

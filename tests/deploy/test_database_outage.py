@@ -1,0 +1,163 @@
+"""The database goes away: workers wait and reconnect, the API and /api/health answer 503 JSON.
+
+- A `db_worker` on PostgreSQL loses its database (the database refuses connections and its
+  sessions are terminated, as in a restart or failover). It stays up, backs off, says so in
+  its log and heartbeat, and runs the next job once the database is back.
+- gunicorn pointed at a database that does not answer: `/api/health` and an API call answer
+  503 with a JSON body, never a 500 page.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from .conftest import (
+    PYTHON,
+    Processes,
+    free_port,
+    manage,
+    pg_server_url,
+    production_env,
+    query,
+    shell_call,
+    wait_for,
+)
+
+pytestmark = pytest.mark.slow
+
+HEARTBEAT = Path("blobs") / "health" / "worker-heartbeat.json"
+
+
+@contextmanager
+def database_refusing_connections(database_url: str) -> Iterator[None]:
+    """The database refuses new connections and its open sessions are terminated."""
+    name = database_url.rsplit("/", 1)[1]
+    with psycopg.connect(f"{pg_server_url()}/postgres", autocommit=True) as admin:
+        admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
+        )
+        try:
+            yield
+        finally:
+            admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+
+
+def _heartbeat_state(tmp_path: Path) -> str:
+    try:
+        return str(json.loads((tmp_path / HEARTBEAT).read_text())["state"])
+    except (OSError, ValueError, KeyError):
+        return ""
+
+
+@pytest.mark.postgres
+def test_a_worker_that_loses_the_database_reconnects_and_runs_the_next_job(
+    tmp_path: Path, pg_database: str, processes: Processes
+) -> None:
+    env = production_env(
+        tmp_path,
+        DATABASE_URL=pg_database,
+        CTXWEB_JOB_HEARTBEAT_SECONDS="0.3",
+        CTXWEB_LOG_LEVEL="WARNING",
+    )
+    manage(env, "migrate", "--no-input", "-v", "0")
+    worker = processes.worker("worker", env)
+    wait_for(lambda: _heartbeat_state(tmp_path) == "polling", 60, "the worker's first heartbeat")
+
+    with database_refusing_connections(pg_database):
+        wait_for(
+            lambda: "reconnecting in 2 s" in processes.log("worker") or worker.poll() is not None,
+            60,
+            "the worker's second reconnection attempt",
+        )
+        assert worker.poll() is None, processes.log("worker")[-3000:]
+        wait_for(lambda: _heartbeat_state(tmp_path) == "reconnecting", 10, "the heartbeat")
+
+    seeded = shell_call(env, "seed_jobs", 1, 1, 40)
+    wait_for(
+        lambda: (
+            query(pg_database, "SELECT status FROM sessions_app_compactionjob")[0][0]
+            not in ("queued", "running")
+            or worker.poll() is not None
+        ),
+        90,
+        "the job queued after the outage to finish",
+    )
+    assert worker.poll() is None, processes.log("worker")[-3000:]
+    report = shell_call(env, "job_report")
+    assert [job["status"] for job in report["jobs"]] == ["succeeded"], report
+    assert [job["id"] for job in report["jobs"]] == seeded["jobs"]
+    log = processes.log("worker")
+    assert "database unavailable" in log
+    assert "database reachable again" in log
+    assert _heartbeat_state(tmp_path) == "polling"
+
+
+def _get(port: int, path: str, headers: dict[str, str]) -> tuple[int, str, Any]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.request("GET", path, headers={"Host": "127.0.0.1", **headers})
+        response = connection.getresponse()
+        body = response.read()
+        return response.status, response.getheader("Content-Type") or "", body
+    finally:
+        connection.close()
+
+
+def _answers(port: int) -> bool:
+    try:
+        _get(port, "/api/health", {"X-Forwarded-Proto": "https"})
+    except OSError:
+        return False
+    return True
+
+
+@pytest.fixture
+def server_without_database(tmp_path: Path, processes: Processes) -> int:
+    """gunicorn (production settings) whose database does not answer; its port."""
+    port = free_port()
+    nowhere = f"postgresql://ctxweb@127.0.0.1:{free_port()}/ctxweb"  # nothing listens there
+    env = production_env(
+        tmp_path,
+        DATABASE_URL=nowhere,
+        CTXWEB_BIND=f"127.0.0.1:{port}",
+        CTXWEB_WEB_WORKERS="1",
+    )
+    server = processes.start(
+        "gunicorn", [PYTHON, "-m", "gunicorn", "-c", "ctxweb/gunicorn.conf.py"], env
+    )
+    wait_for(lambda: _answers(port) or server.poll() is not None, 60, "gunicorn to answer")
+    assert server.poll() is None, processes.log("gunicorn")[-3000:]
+    return port
+
+
+HTTPS = {"X-Forwarded-Proto": "https"}
+
+
+def test_with_the_database_unreachable_health_answers_503_json(
+    server_without_database: int,
+) -> None:
+    status, kind, body = _get(server_without_database, "/api/health", HTTPS)
+    assert (status, kind.split(";")[0]) == (503, "application/json"), body[:500]
+    health = json.loads(body)
+    assert health["detail"] == "database unreachable"
+    assert health["checks"]["database"]["status"] == "error"
+    assert health["checks"]["storage"]["status"] == "ok"
+
+
+def test_with_the_database_unreachable_an_api_call_answers_503_json(
+    server_without_database: int,
+) -> None:
+    # Relies on the API's mapping of database errors to 503 (sessions_app API, issue 10).
+    key = {"Authorization": "Bearer ctx_000000000000_not-checked-while-the-db-is-down"}
+    status, kind, body = _get(server_without_database, "/api/sessions", {**HTTPS, **key})
+    assert (status, kind.split(";")[0]) == (503, "application/json"), body[:500]
+    assert "detail" in json.loads(body)
