@@ -58,7 +58,7 @@ def test_invalid_messages_are_422_with_paths(api_client: JsonClient) -> None:
     [
         ({"trigger_ratio": 1.5}, "policy.trigger_ratio"),
         ({"no_such_field": 1}, "policy.no_such_field"),
-        ({"context_limit": "big"}, "policy"),
+        ({"context_limit": "big"}, "policy.context_limit"),
     ],
 )
 def test_bad_policy_overrides_are_422_naming_the_field(
