@@ -1,21 +1,27 @@
 """The REST API (django-ninja) under /api/: its instance, authentication and error mapping.
 
-Every error is JSON `{"detail": ...}`: 400 malformed JSON (or a body that is not a JSON
-object), 401 missing or bad credentials, 403 CSRF, 404 unknown (or another owner's) ids,
-409 conflicts, 413 bodies over CTXWEB_MAX_BODY_BYTES, 422 invalid input with each problem's
-path, 429 throttled.
+Every error is JSON `{"detail": ...}`, whatever DEBUG is: 400 malformed JSON (or a body
+that is not a JSON object, `NaN`, nesting deeper than 128 levels), 401 missing or bad
+credentials, 403 CSRF, 404 unknown (or another owner's) ids and unknown paths, 405, 409
+conflicts, 413 bodies over CTXWEB_MAX_BODY_BYTES, 422 invalid input with each problem's path
+(a NUL character, a lone surrogate or an infinite number included), 429 throttled (with
+Retry-After), 503 database or storage unavailable (with Retry-After), and 500 only for a bug
+(traceback logged). Exceptions without a handler of their own go through
+`sessions_app.api.failures`, as do those escaping django-ninja
+(`sessions_app.middleware.ApiErrorMiddleware`, which also turns Django's own HTML errors
+under /api/ into JSON).
 """
 
 from __future__ import annotations
 
-import json
-import logging
+from collections.abc import Sequence
 from typing import Any
 
-from django.core.exceptions import ObjectDoesNotExist
+from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.errors import Throttled as RateLimited
 from ninja.parser import Parser
 from ninja.types import DictStrAny
 
@@ -24,47 +30,30 @@ from compaction import (
     CompactionError,
     InvalidMessagesError,
     PolicyError,
+    Problem,
 )
 from sessions_app.api import compact, compactions, context, health, jobs, sessions, transfer
-from sessions_app.auth import ApiKeyAuth, SessionCsrfAuth
+from sessions_app.api.body import MalformedBody, UnstorableBody, parse_object_body
+from sessions_app.api.failures import unexpected_error
+from sessions_app.auth import ApiKeyAuth, SessionCsrfAuth, Throttled
 from sessions_app.services.errors import Conflict
 
 __all__ = ["ObjectBodyParser", "api"]
 
-logger = logging.getLogger("sessions_app")
-
-
-class MalformedBody(ValueError):
-    """A JSON request body that is not valid JSON or not a JSON object."""
-
 
 class ObjectBodyParser(Parser):
-    """JSON bodies must be objects, as the OpenAPI schema says.
+    """JSON bodies must be objects, as the OpenAPI schema says, of storable values.
 
     django-ninja alone takes an array as an empty object, so a wrong body would silently
     mean "all defaults": `null`, an array, a string, a number or a boolean raises
     MalformedBody, which django-ninja turns into a 400. (An empty body is not parsed: where
-    the body is optional, sending none still means "all defaults".)
+    the body is optional, sending none still means "all defaults".) A NUL character, a lone
+    surrogate or an infinite number anywhere raises UnstorableBody: 422 naming its path
+    (sessions_app/api/body.py).
     """
 
     def parse_body(self, request: HttpRequest) -> DictStrAny:
-        try:
-            data = json.loads(request.body)
-        except ValueError as error:
-            raise MalformedBody(str(error)) from error
-        if not isinstance(data, dict):
-            raise MalformedBody(f"the body must be a JSON object, not {_json_type(data)}")
-        return data
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    return "an array" if isinstance(value, list) else "a string"
+        return parse_object_body(request.body)
 
 
 api = NinjaAPI(
@@ -81,8 +70,8 @@ api = NinjaAPI(
 )
 
 
-def _problems(error: InvalidMessagesError) -> list[dict[str, str]]:
-    return [{"path": p.path, "message": p.message} for p in error.problems]
+def _problems(problems: Sequence[Problem]) -> list[dict[str, str]]:
+    return [{"path": p.path, "message": p.message} for p in problems]
 
 
 def _location(loc: Any) -> str:
@@ -101,10 +90,30 @@ def _location(loc: Any) -> str:
 @api.exception_handler(HttpError)
 def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     # django-ninja wraps every parser error in a generic 400; say what was wrong instead.
+    cause = exc.__cause__
+    if isinstance(cause, UnstorableBody):
+        return _unstorable(request, cause)
+    if isinstance(cause, MalformedBody):
+        return _malformed(request, cause)
+    if isinstance(cause, RecursionError | RequestDataTooBig):
+        return unexpected_error(request, cause)
     message = exc.message
-    if isinstance(exc.__cause__, MalformedBody):
-        message = f"malformed JSON body: {exc.__cause__}"
-    return api.create_response(request, {"detail": message}, status=exc.status_code)
+    if isinstance(exc, RateLimited):
+        message = "too many requests to an endpoint that calls the summary model; slow down"
+    response = api.create_response(request, {"detail": message}, status=exc.status_code)
+    if isinstance(exc, Throttled):
+        response["Retry-After"] = str(exc.retry_after)
+    return response
+
+
+@api.exception_handler(MalformedBody)
+def _malformed(request: HttpRequest, exc: MalformedBody) -> HttpResponse:
+    return api.create_response(request, {"detail": f"malformed JSON body: {exc}"}, status=400)
+
+
+@api.exception_handler(UnstorableBody)
+def _unstorable(request: HttpRequest, exc: UnstorableBody) -> HttpResponse:
+    return api.create_response(request, {"detail": _problems(exc.problems)}, status=422)
 
 
 @api.exception_handler(ValidationError)
@@ -122,7 +131,7 @@ def _validation_error(request: HttpRequest, exc: ValidationError) -> HttpRespons
 
 @api.exception_handler(InvalidMessagesError)
 def _invalid_messages(request: HttpRequest, exc: InvalidMessagesError) -> HttpResponse:
-    return api.create_response(request, {"detail": _problems(exc)}, status=422)
+    return api.create_response(request, {"detail": _problems(exc.problems)}, status=422)
 
 
 @api.exception_handler(PolicyError)
@@ -143,8 +152,15 @@ def _conflict(request: HttpRequest, exc: Conflict) -> HttpResponse:
 
 @api.exception_handler(BlobStoreError)
 def _storage_error(request: HttpRequest, exc: BlobStoreError) -> HttpResponse:
-    logger.error("storage error in the API: %s", exc)
-    return api.create_response(request, {"detail": f"storage unavailable: {exc}"}, status=503)
+    # An OSError, but also a CompactionError: the storage, not the input, failed (503).
+    return unexpected_error(request, exc)
+
+
+@api.exception_handler(Exception)
+def _unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
+    # Replaces django-ninja's default, which re-raises (HTML 500) with DEBUG off and
+    # answers a plain-text traceback with DEBUG on.
+    return unexpected_error(request, exc)
 
 
 @api.exception_handler(CompactionError)

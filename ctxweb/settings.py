@@ -2,7 +2,8 @@
 
 Environment variables: CTXWEB_DATA_DIR, DATABASE_URL, DJANGO_DEBUG, DJANGO_SECRET_KEY,
 DJANGO_ALLOWED_HOSTS, CTXWEB_MAX_BODY_BYTES, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL,
-CTXWEB_SUMMARY_MODEL, CTXWEB_TOKEN_ENCODING, CTXWEB_STORAGE_BACKEND, CTXWEB_STORAGE_OPTIONS
+CTXWEB_SUMMARY_MODEL, CTXWEB_TOKEN_ENCODING, CTXWEB_STORAGE_BACKEND, CTXWEB_STORAGE_OPTIONS,
+CTXWEB_REDIS_URL, CTXWEB_THROTTLE_COMPACT, CTXWEB_THROTTLE_PREPARE
 (docs/deployment.md lists them all).
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,16 @@ def env_bool(name: str, default: bool) -> bool:
 def env_list(name: str, default: str) -> list[str]:
     """A comma-separated environment variable as a list of non-empty items."""
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def env_rate(name: str, default: str) -> str:
+    """A rate limit such as `30/min` (or `off`); anything else is a startup error."""
+    value = os.environ.get(name, default).strip()
+    if value.lower() in {"", "0", "off", "none"}:
+        return "off"
+    if not re.fullmatch(r"\d+\s*/\s*\d*\s*(s|sec|m|min|h|hour|d|day)", value.lower()):
+        raise RuntimeError(f"{name} must look like 30/min (or be off), not {value!r}")
+    return value
 
 
 def env_json(name: str) -> dict[str, Any]:
@@ -73,6 +85,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: every error under /api/ leaves as JSON, whatever answered it.
+    "sessions_app.middleware.ApiErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "sessions_app.middleware.BodySizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -123,17 +137,31 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# The cache counts failed API authentications. Per process by default; with several web
-# processes use one they share: django.core.cache.backends.db.DatabaseCache (location: a
-# table made by `manage.py createcachetable`) or ...filebased.FileBasedCache (a folder).
-CACHES = {
-    "default": {
-        "BACKEND": os.environ.get(
-            "CTXWEB_CACHE_BACKEND", "django.core.cache.backends.locmem.LocMemCache"
-        ),
-        "LOCATION": os.environ.get("CTXWEB_CACHE_LOCATION", "ctxweb"),
+# The cache holds the failed-authentication counts and the rate limits of the summarizing
+# endpoints (sessions_app/auth.py, sessions_app/api/throttling.py), so in production it must be
+# shared by every web process: the database cache (its table `ctxweb_cache` is made by
+# `migrate`) unless CTXWEB_REDIS_URL names a Redis server (needs the `redis` extra) or
+# CTXWEB_CACHE_BACKEND (+ CTXWEB_CACHE_LOCATION) names another Django cache class. With DEBUG
+# on (development, one process) the default is per-process memory.
+CTXWEB_CACHE_TABLE = "ctxweb_cache"
+if os.environ.get("CTXWEB_CACHE_BACKEND"):
+    _CACHE = {
+        "BACKEND": os.environ["CTXWEB_CACHE_BACKEND"],
+        "LOCATION": os.environ.get("CTXWEB_CACHE_LOCATION", CTXWEB_CACHE_TABLE),
     }
-}
+elif os.environ.get("CTXWEB_REDIS_URL"):
+    _CACHE = {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": os.environ["CTXWEB_REDIS_URL"],
+    }
+elif DEBUG:
+    _CACHE = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "ctxweb"}
+else:
+    _CACHE = {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": CTXWEB_CACHE_TABLE,
+    }
+CACHES = {"default": _CACHE}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -232,11 +260,18 @@ CTXWEB_CONTEXT_CACHE_BYTES = int(
 # then charged to the client address the outermost proxy saw (X-Forwarded-For, counted
 # from the right), not to the proxy's own address.
 CTXWEB_TRUSTED_PROXIES = int(os.environ.get("CTXWEB_TRUSTED_PROXIES", "0"))
-# Failed API authentications allowed per client and window before 429 (sessions_app.auth).
+# Failed API authentications allowed per client address (and per presented key) and window
+# before 429 (sessions_app.auth); a valid key is never refused for them.
 CTXWEB_AUTH_FAILURE_LIMIT = int(os.environ.get("CTXWEB_AUTH_FAILURE_LIMIT", "20"))
 CTXWEB_AUTH_FAILURE_WINDOW_SECONDS = int(
     os.environ.get("CTXWEB_AUTH_FAILURE_WINDOW_SECONDS", "300")
 )
+# Requests per API key (or browser user) to the endpoints that can call the summary model:
+# `N/unit` (unit s, min, hour, day; `100/5min` works too) or `off`. COMPACT: POST /api/compact
+# and POST /api/sessions/{id}/compactions; PREPARE: POST /api/sessions/{id}/context/prepare,
+# called before every model call, so it gets more room.
+CTXWEB_THROTTLE_COMPACT = env_rate("CTXWEB_THROTTLE_COMPACT", "30/min")
+CTXWEB_THROTTLE_PREPARE = env_rate("CTXWEB_THROTTLE_PREPARE", "120/min")
 CTXWEB_SAMPLES_DIR = Path(
     os.environ.get("CTXWEB_SAMPLES_DIR", BASE_DIR.parent / "shared" / "samples")
 )
@@ -259,5 +294,7 @@ LOGGING = {
             "handlers": ["console"],
             "level": os.environ.get("CTXWEB_LOG_LEVEL", "INFO"),
         },
+        # Tracebacks of any 500 Django answers itself (Django logs them only with DEBUG on).
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
     },
 }

@@ -2,13 +2,15 @@
 
 API keys are looked up by their public prefix and compared in constant time with the
 stored SHA-256 hash; revoked keys are refused. A browser session must pass Django's CSRF
-check on unsafe methods. Repeated bad keys from one client are throttled (429).
+check on unsafe methods. Repeated bad keys from one client address, or with one key prefix,
+are throttled (429); a valid key is never refused for someone else's failures.
 """
 
 from __future__ import annotations
 
+import hashlib
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from django.conf import settings
 from django.core.cache import cache
@@ -23,6 +25,8 @@ from .models import ApiKey
 __all__ = [
     "ApiKeyAuth",
     "SessionCsrfAuth",
+    "Throttled",
+    "active_key",
     "authenticate_key",
     "client_id",
     "note_auth_failure",
@@ -54,34 +58,53 @@ def client_id(request: HttpRequest) -> str:
     return xff[-n] if n > 0 and len(xff) >= n else remote
 
 
-def _failure_key(request: HttpRequest) -> str:
-    return f"ctxweb:auth-failures:{client_id(request)}"
+def _failure_keys(request: HttpRequest, token: str | None) -> list[str]:
+    """The counters a failed attempt raises: its address's and its presented key's."""
+    keys = [f"ctxweb:auth-failures:addr:{_digest(client_id(request))}"]
+    lookup = ApiKey.lookup_of(token) if token else None
+    if lookup is not None:
+        keys.append(f"ctxweb:auth-failures:key:{_digest(lookup)}")
+    return keys
 
 
-def note_auth_failure(request: HttpRequest) -> None:
-    """Count one failed authentication of this client (expires after the window)."""
-    key = _failure_key(request)
-    if cache.add(key, 1, timeout=_failure_window()):
-        return
-    try:
-        cache.incr(key)
-    except ValueError:
-        cache.set(key, 1, timeout=_failure_window())
+def _digest(value: str) -> str:
+    # Cache keys of a bounded length and alphabet, whatever a forwarded header held.
+    return hashlib.sha256(value.encode("utf-8", "replace")).hexdigest()[:32]
 
 
-def _throttled(request: HttpRequest) -> bool:
-    return int(cache.get(_failure_key(request)) or 0) >= _failure_limit()
+def note_auth_failure(request: HttpRequest, token: str | None = None) -> None:
+    """Count one failed authentication of this client address and, when `token` is shaped
+    like an API key, of that key (each count expires after the window)."""
+    for key in _failure_keys(request, token):
+        if cache.add(key, 1, timeout=_failure_window()):
+            continue
+        try:
+            cache.incr(key)
+        except ValueError:
+            cache.set(key, 1, timeout=_failure_window())
+
+
+def _throttled(request: HttpRequest, token: str | None) -> bool:
+    counts = cache.get_many(_failure_keys(request, token))
+    return any(int(count or 0) >= _failure_limit() for count in counts.values())
 
 
 class Throttled(HttpError):
-    """Too many failed authentications from this client."""
+    """Too many failed authentications from this client, or with this key's prefix."""
 
     def __init__(self) -> None:
         super().__init__(429, "too many failed authentication attempts; try again later")
+        self.retry_after = _failure_window()
 
 
 def authenticate_key(key: str) -> Any | None:
     """The user owning the active API key `key`, or None."""
+    row = active_key(key)
+    return row.user if row is not None else None
+
+
+def active_key(key: str) -> ApiKey | None:
+    """The active ApiKey row of the plain key `key` (its user active too), or None."""
     lookup = ApiKey.lookup_of(key)
     if lookup is None:
         return None
@@ -91,30 +114,39 @@ def authenticate_key(key: str) -> Any | None:
     now = timezone.now()
     if row.last_used_at is None or now - row.last_used_at > _TOUCH_EVERY:
         ApiKey.objects.filter(pk=row.pk).update(last_used_at=now)
-    return row.user
+    return row
 
 
 class ApiKeyAuth(HttpBearer):
-    """`Authorization: Bearer ctx_...`; a bad key is a 401 even when a session cookie exists."""
+    """`Authorization: Bearer ctx_...`; a bad key is a 401 even when a session cookie exists.
+
+    The key is checked first: a valid key always passes, so nobody can lock its owner out
+    by failing from the same address or with the same key prefix. Only failures count;
+    past CTXWEB_AUTH_FAILURE_LIMIT of them in the window, from this address or with this
+    key prefix, a failure is answered 429 (with Retry-After) instead of 401.
+    """
 
     def __call__(self, request: HttpRequest) -> Any | None:
-        if _throttled(request):
-            raise Throttled()
         header = request.headers.get(self.header)
         if not header:
             return None
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
-            note_auth_failure(request)
-            raise AuthenticationError(message="malformed Authorization header")
+            _refuse(request, None, "malformed Authorization header")
         return self.authenticate(request, token.strip())
 
     def authenticate(self, request: HttpRequest, token: str) -> Any | None:
         user = authenticate_key(token)
         if user is None:
-            note_auth_failure(request)
-            raise AuthenticationError(message="invalid or revoked API key")
+            _refuse(request, token, "invalid or revoked API key")
         return user
+
+
+def _refuse(request: HttpRequest, token: str | None, message: str) -> NoReturn:
+    if _throttled(request, token):
+        raise Throttled()
+    note_auth_failure(request, token)
+    raise AuthenticationError(message=message)
 
 
 class SessionCsrfAuth(APIKeyCookie):

@@ -40,11 +40,14 @@ from .models import Compaction, ContextEntry, Message, Session
 from .services.policies import default_profile
 from .services.writeback import ARCHIVE_PREFIX
 from .storage import delete_stored_quietly
+from .unstorable import clean, clean_text
 
 __all__ = ["ImportReport", "import_file", "store_imported"]
 
 #: Messages written (and token-counted) per batch.
 BATCH: Final = 200
+#: Longest file name (characters) of an archived raw source.
+RAW_NAME_CHARS: Final = 40
 #: Key of Message.extra holding what the importer learned about a message (source ids,
 #: tool results' raw data, blocks kept aside, repairs made).
 IMPORT_KEY: Final = "import"
@@ -100,9 +103,13 @@ def import_file(
     """Parse and store one transcript (path, upload, file object or bytes) for `owner`.
 
     Raises `sessions_app.importers.TranscriptError` when the input cannot be read at all or
-    holds no message; nothing is stored then. Corrupt lines are skipped and reported.
+    holds no message; nothing is stored then. Corrupt lines are skipped and reported. As
+    in the transcript itself (sessions_app/importers/source.py), NUL characters and lone
+    surrogates in `title` and `name` (a file name undecodable as UTF-8 has them) are
+    cleaned, not refused.
     """
-    with open_source(source, name=name) as opened:
+    title = clean_text(title) if title else title
+    with open_source(source, name=clean_text(name)) as opened:
         opened.progress = progress
         imported = parse_source(opened, format, subagents=subagents)
         try:
@@ -205,12 +212,12 @@ class _SessionWriter:
         imported = self.imported
         session = Session.objects.create(
             owner=self.owner,
-            title=(title or imported.title or imported.source_name)[:300],
+            title=clean_text(title or imported.title or imported.source_name)[:300],
             source_format=imported.source_format,
-            external_id=imported.external_id[:200],
-            model=imported.model[:128],
+            external_id=clean_text(imported.external_id)[:200],
+            model=clean_text(imported.model)[:128],
             parent=parent,
-            parent_tool_use_id=imported.parent_tool_use_id[:200],
+            parent_tool_use_id=clean_text(imported.parent_tool_use_id)[:200],
             metadata=_metadata(imported),
         )
         self._messages(session)
@@ -534,7 +541,8 @@ def _metadata(imported: ImportedSession) -> dict[str, Any]:
         "skipped_count": imported.skipped_count,
         "kept_raw": imported.kept_raw,
     }
-    cleaned: dict[str, Any] = json.loads(json.dumps(metadata, default=str))
+    # File names and paths may hold lone surrogates (names undecodable as UTF-8).
+    cleaned: dict[str, Any] = json.loads(json.dumps(clean(metadata), default=str))
     return cleaned
 
 
@@ -585,6 +593,20 @@ def _archive_source(
 
 
 def _save_raw(session: Session, filename: str, file: IO[bytes]) -> str:
-    safe = os.path.basename(filename.replace("\\", "/")) or "transcript"
-    stored = default_storage.save(f"sources/{session.pk}/{safe}", File(file))
+    safe = _short_name(clean_text(os.path.basename(filename.replace("\\", "/"))))
+    field = Session._meta.get_field("raw_source")
+    stored = default_storage.save(
+        f"sources/{session.pk}/{safe}", File(file), max_length=field.max_length
+    )
     return str(stored)
+
+
+def _short_name(name: str) -> str:
+    """`name` cut to RAW_NAME_CHARS characters, its extension kept: the storage name must fit
+    the file field (100 characters) and the file system (255 bytes per name)."""
+    name = name.strip() or "transcript"
+    if len(name) <= RAW_NAME_CHARS:
+        return name
+    stem, ext = os.path.splitext(name)
+    ext = ext[:16]
+    return stem[: RAW_NAME_CHARS - len(ext)] + ext

@@ -34,4 +34,4 @@ def owned_session(request: HttpRequest, session_id: str, *, lock: bool = False) 
 
 def errors(*codes: int) -> dict[int, type[ErrorOut]]:
     """Response declarations for the error statuses an endpoint can return."""
-    return dict.fromkeys((400, 401, 404, 429, *codes), ErrorOut)
+    return dict.fromkeys((400, 401, 404, 429, 503, *codes), ErrorOut)

@@ -14,11 +14,16 @@ from ..services.policies import profile_for, summarizer_for
 from ..services.sessions import system_message
 from .common import errors
 from .schemas import StatelessCompactIn, StatelessCompactOut
+from .throttling import SummarizerThrottle
 
 router = Router(tags=["compact"])
 
 
-@router.post("/compact", response={200: StatelessCompactOut, **errors(400, 403, 413, 422)})
+@router.post(
+    "/compact",
+    response={200: StatelessCompactOut, **errors(400, 403, 413, 422)},
+    throttle=SummarizerThrottle("compact"),
+)
 def compact(request: HttpRequest, payload: StatelessCompactIn) -> dict[str, Any]:
     """Compact `messages` (after an optional `system`) with a profile and policy overrides."""
     profile = profile_for(None, payload.profile)
@@ -69,5 +74,8 @@ def _policy(base: Policy, overrides: dict[str, Any] | None) -> Policy:
         return Policy.from_dict({**base.to_dict(), **overrides})
     except PolicyError as error:
         raise PolicyError(f"policy.{error.field}", str(error).split(": ", 1)[-1]) from None
-    except TypeError as error:
-        raise PolicyError("policy", str(error)) from None
+    except (TypeError, ValueError, ArithmeticError) as error:
+        # A value of the wrong kind (a string, a list) that the policy's own checks did not
+        # name: blame the one override that was given, or the policy as a whole.
+        field = f"policy.{next(iter(overrides))}" if len(overrides) == 1 else "policy"
+        raise PolicyError(field, str(error) or type(error).__name__) from None

@@ -25,6 +25,7 @@ from .schemas import (
     Text,
 )
 from .serializers import compaction_dicts
+from .throttling import SummarizerThrottle
 
 router = Router(tags=["compactions"])
 
@@ -43,6 +44,7 @@ class CompactionListQuery(Schema):
         202: JobQueuedOut,
         **errors(400, 403, 409, 413, 422, 503),
     },
+    throttle=SummarizerThrottle("compact"),
 )
 def compact(
     request: HttpRequest, session_id: str, payload: CompactIn

@@ -14,6 +14,7 @@ from ..services.offloading import offload_session
 from ..services.policies import profile_for
 from .common import errors, owned_session
 from .schemas import CheckIn, CheckOut, ContextOut, OffloadIn, OffloadOut, PrepareOut
+from .throttling import SummarizerThrottle
 
 router = Router(tags=["context"])
 
@@ -30,7 +31,11 @@ def context(request: HttpRequest, session_id: str, format: Format = "anthropic")
     return HttpResponse(body, content_type="application/json")
 
 
-@router.post("/{session_id}/context/prepare", response={200: PrepareOut, **errors(403, 422)})
+@router.post(
+    "/{session_id}/context/prepare",
+    response={200: PrepareOut, **errors(403, 422)},
+    throttle=SummarizerThrottle("prepare"),
+)
 def prepare(request: HttpRequest, session_id: str, format: Format = "anthropic") -> dict[str, Any]:
     """The pre-LLM-call check: compact first when over the threshold, then the context."""
     return prepare_context(owned_session(request, session_id), fmt=format)

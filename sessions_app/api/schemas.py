@@ -11,6 +11,7 @@ from pydantic import AfterValidator, Field, StrictBool, StrictInt, ValidationInf
 from pydantic_core import PydanticCustomError
 
 from ..nul import NUL_MESSAGE, first_nul_path
+from ..services.sessions import MAX_CONTEXT_LIMIT
 
 __all__ = [
     "AppendIn",
@@ -76,7 +77,7 @@ class SessionCreateIn(Schema):
     title: Text = Field("", max_length=300)
     messages: list[Any] = Field(default_factory=list)
     system: Json = None
-    context_limit: StrictInt | None = Field(None, gt=0)
+    context_limit: StrictInt | None = Field(None, gt=0, le=MAX_CONTEXT_LIMIT)
     profile: Text | None = Field(None, max_length=64)
     model: Text = Field("", max_length=128)
     metadata: JsonObject = Field(default_factory=dict)

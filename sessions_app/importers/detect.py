@@ -80,7 +80,7 @@ def detect_format(data: bytes | str) -> str | None:
             return found
     try:
         document = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
         return _detect_partial(text)
     return detect_document(document)
 
@@ -166,7 +166,7 @@ def _leading_objects(text: str, limit: int = 20) -> Iterable[Any]:
             continue
         try:
             value = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(value, dict):
             yield value

@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable
 from typing import IO, Any
 
+from ..unstorable import clean_text
 from .anthropic_json import parse_anthropic
 from .claude_code import parse_claude_code
 from .codex import parse_codex
@@ -52,8 +53,8 @@ def parse(
 
 
 def parse_text(text: str, format: str | None = None, *, name: str = "") -> ImportedSession:
-    """Import a transcript given as a string."""
-    return parse(text.encode("utf-8"), format, name=name)
+    """Import a transcript given as a string (lone surrogates in it become U+FFFD)."""
+    return parse(clean_text(text).encode("utf-8"), format, name=name)
 
 
 def parse_source(

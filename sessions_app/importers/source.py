@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from ..nul import strip_nul
+from ..unstorable import MAX_DEPTH, clean, clean_text, has_surrogate, too_deep
 from .errors import TranscriptError
 
 __all__ = ["Progress", "Source", "load_json", "open_source", "parse_json_line"]
@@ -25,6 +27,7 @@ Progress = Callable[[str, int, int], None]
 _SPOOL_MEMORY = 8 * 1024 * 1024
 _CHUNK = 1024 * 1024
 _REPORT_EVERY = 4 * 1024 * 1024
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 class Source:
@@ -106,12 +109,12 @@ def open_source(source: Any, *, name: str = "") -> Source:
             file: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed by Source.close
         except OSError as exc:
             raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from exc
-        return Source(file, name=name or path.name, path=path, owned=True)
+        return Source(file, name=clean_text(name or path.name), path=path, owned=True)
     if isinstance(source, bytes | bytearray):
-        return Source(io.BytesIO(bytes(source)), name=name, path=None, owned=True)
+        return Source(io.BytesIO(bytes(source)), name=clean_text(name), path=None, owned=True)
     if not hasattr(source, "read"):
         raise TranscriptError(f"cannot import from a {type(source).__name__}")
-    display = name or Path(str(getattr(source, "name", "") or "")).name
+    display = clean_text(name or Path(str(getattr(source, "name", "") or "")).name)
     if isinstance(source, io.TextIOBase):
         return _spooled(_encoded_chunks(source), display)
     if _seekable(source):
@@ -158,12 +161,26 @@ def parse_json_line(raw: bytes) -> tuple[Any, str]:
 
 
 def load_json(text: str) -> Any:
-    """`json.loads(text)` without NUL characters in any string or key.
+    """`json.loads(text)` made storable: what no database can store is cleaned, not refused.
 
-    Every JSON text an importer reads comes through here: PostgreSQL cannot store U+0000,
-    and a real transcript holding one (written `\\u0000` in JSON) is imported without it
-    rather than refused.
+    Every JSON text an importer reads comes through here. A real transcript holding a NUL
+    character (written `\\u0000`) loses it, a lone surrogate (`\\ud800`, an escape without
+    its pair) becomes U+FFFD and `NaN`, `Infinity` or `1e400` become null
+    (sessions_app/unstorable.py): refusing the whole transcript for them would lose the rest.
+    Nesting deeper than MAX_DEPTH is a ValueError, like any unreadable JSON.
     """
-    value = json.loads(text)
-    # Inside a JSON string a NUL can only be written as this escape (a raw one is invalid).
-    return strip_nul(value) if "\\u0000" in text else value
+    try:
+        value = json.loads(text, parse_constant=lambda _name: None, parse_float=_finite)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
+    if too_deep(value):
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+    # Inside a JSON string a NUL can only be written as an escape; a surrogate mostly is.
+    if "\\u0000" in text or _SURROGATE_ESCAPE.search(text) or has_surrogate(text):
+        return clean(value)
+    return value
+
+
+def _finite(raw: str) -> float | None:
+    number = float(raw)
+    return number if math.isfinite(number) else None

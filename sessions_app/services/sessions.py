@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
@@ -13,7 +12,6 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from compaction import (
     InvalidMessagesError,
@@ -25,13 +23,15 @@ from compaction import (
 )
 
 from ..models import Compaction, CompactionProfile, ContextEntry, Message, Session
-from ..nul import nul_problems
 from ..storage import BLOB_PREFIX, delete_stored_quietly
+from ..unstorable import unstorable_problems
 from .entries import entry_message, split_message
 from .errors import VersionConflict
+from .extras import extra_problems, message_time
 from .policies import profile_for
 
 __all__ = [
+    "MAX_CONTEXT_LIMIT",
     "append_messages",
     "create_session",
     "delete_session",
@@ -44,6 +44,10 @@ __all__ = [
 logger = logging.getLogger("sessions_app")
 
 _INDEX = re.compile(r"^messages\[(\d+)\]")
+
+#: Largest context limit a session may have: far above any model's window, and well inside
+#: the database column (a 32-bit integer on PostgreSQL).
+MAX_CONTEXT_LIMIT = 1_000_000_000
 
 
 def sessions_for(user: AbstractBaseUser | AnonymousUser | None) -> QuerySet[Session]:
@@ -84,9 +88,15 @@ def create_session(
         offset = 1
     else:
         offset = 0
-    if context_limit is not None and context_limit <= 0:
-        raise PolicyError("context_limit", "must be positive")
+    if context_limit is not None and not 0 < context_limit <= MAX_CONTEXT_LIMIT:
+        raise PolicyError("context_limit", f"must be between 1 and {MAX_CONTEXT_LIMIT}")
     chosen = profile_for(None, profile) if isinstance(profile, str) else profile
+    fields = [
+        *unstorable_problems(title, "title"),
+        *unstorable_problems(dict(metadata or {}), "metadata"),
+    ]
+    if fields:
+        raise InvalidMessagesError(fields)
     _raise_problems(validate_extension(None, items), offset=offset, system_path="system")
     with transaction.atomic():
         session = Session.objects.create(
@@ -163,16 +173,19 @@ def validate_extension(
     """Problems of `messages` appended after `previous`, paths counted over [previous, *messages].
 
     A final assistant message whose tool calls are not answered yet is allowed: its results
-    arrive with the next append. A NUL character in any string or key is a problem too
-    (PostgreSQL cannot store one).
+    arrive with the next append. What no database can store is a problem too (a NUL
+    character or a lone surrogate in any string or key, NaN or an infinite number:
+    sessions_app/unstorable.py), and so are unusable `created_at`/`timestamp` or `usage`
+    keys (sessions_app/services/extras.py).
     """
     start = 0 if previous is None else 1
-    nul = [
+    unstorable = [
         problem
         for index, message in enumerate(messages, start=start)
-        for problem in nul_problems(message, f"messages[{index}]")
+        for problem in unstorable_problems(message, f"messages[{index}]")
     ]
-    return [*_shape_problems(previous, messages), *nul]
+    extras = extra_problems(messages, start)
+    return [*_shape_problems(previous, messages), *unstorable, *extras]
 
 
 def _shape_problems(
@@ -241,7 +254,7 @@ def _append_validated(
                 extra=extra,
                 token_count=count,
                 original_id=_original_id(extra),
-                created_at=_created_at(extra, now),
+                created_at=message_time(extra, now),
             )
         )
     Message.objects.bulk_create(rows)
@@ -309,18 +322,6 @@ def refresh_totals(session: Session) -> None:
 def _original_id(extra: Mapping[str, Any]) -> str:
     value = extra.get("id")
     return str(value)[:200] if isinstance(value, str | int) else ""
-
-
-def _created_at(extra: Mapping[str, Any], default: datetime) -> datetime:
-    value = extra.get("created_at") or extra.get("timestamp")
-    if isinstance(value, str):
-        try:
-            parsed = parse_datetime(value)
-        except ValueError:
-            parsed = None
-        if parsed is not None:
-            return parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed)
-    return default
 
 
 def _delete_tree_quietly(prefix: str) -> None:

@@ -54,8 +54,8 @@ CREATE_BODIES = [
         {"messages": _messages(tool_id="toolu_\x00")}, "messages[1].content[0].id", id="tool-use-id"
     ),
     pytest.param({"system": NUL}, "system", id="system"),
-    pytest.param({"system": [{"type": "text", "text": NUL}]}, "system", id="system-blocks"),
-    pytest.param({"metadata": {"k": [NUL]}}, "metadata", id="metadata"),
+    pytest.param({"system": [{"type": "text", "text": NUL}]}, "system[0].text", id="system-blocks"),
+    pytest.param({"metadata": {"k": [NUL]}}, "metadata.k[0]", id="metadata"),
     pytest.param(
         {"messages": [{"role": "user", "content": "hi", "note\x00": 1}]},
         "messages[0].note\\u0000",

@@ -1,0 +1,194 @@
+"""Every error under /api/ is JSON `{"detail": ...}` with the right status, DEBUG on or off.
+
+Django answers some errors itself (an unknown path, a wrong method) with HTML, and an
+exception nobody handled used to become Django's HTML 500 (or, with DEBUG on,
+django-ninja's plain-text traceback). A database or storage failure is a 503 with
+Retry-After: the client should try again, not report a bug.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import IntegrityError, InterfaceError, OperationalError
+
+from sessions_app.api.throttling import SummarizerThrottle
+from sessions_app.models import Session
+from tests.sessions_app.conftest import JsonClient
+
+pytestmark = pytest.mark.django_db
+
+DEBUG_ON_AND_OFF = pytest.mark.parametrize("debug", [False, True], ids=["debug-off", "debug-on"])
+
+
+def _json(response: Any, status: int) -> Any:
+    assert response.status_code == status, response.content[:300]
+    assert response["Content-Type"].startswith("application/json"), response.content[:300]
+    body = response.json()
+    assert "detail" in body
+    return body
+
+
+@DEBUG_ON_AND_OFF
+@pytest.mark.parametrize("method", ["get", "post", "delete"])
+def test_an_unknown_api_path_is_a_json_404(
+    api_client: JsonClient, settings: Any, debug: bool, method: str
+) -> None:
+    settings.DEBUG = debug
+
+    response = getattr(api_client, method)("/api/no/such/endpoint")
+
+    assert _json(response, 404)["detail"] == "no API endpoint at /api/no/such/endpoint"
+
+
+@DEBUG_ON_AND_OFF
+def test_a_wrong_method_is_a_json_405_with_allow(
+    api_client: JsonClient, settings: Any, debug: bool
+) -> None:
+    settings.DEBUG = debug
+
+    response = api_client.put("/api/sessions")
+
+    _json(response, 405)
+    assert "GET" in response["Allow"]
+
+
+@DEBUG_ON_AND_OFF
+@pytest.mark.parametrize(
+    "error",
+    [
+        pytest.param(OperationalError("server closed the connection"), id="operational"),
+        pytest.param(InterfaceError("connection already closed"), id="interface"),
+    ],
+)
+def test_a_database_failure_is_503_with_retry_after(
+    api_client: JsonClient,
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    debug: bool,
+    error: Exception,
+) -> None:
+    settings.DEBUG = debug
+
+    def fail(user: Any) -> Any:
+        raise error
+
+    monkeypatch.setattr("sessions_app.api.sessions.sessions_for", fail)
+
+    response = api_client.get("/api/sessions")
+
+    body = _json(response, 503)
+    assert body["detail"].startswith("database unavailable")
+    assert int(response["Retry-After"]) > 0
+
+
+@DEBUG_ON_AND_OFF
+def test_a_storage_failure_is_503_with_retry_after(
+    api_client: JsonClient,
+    make_session: Callable[..., Session],
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    debug: bool,
+) -> None:
+    settings.DEBUG = debug
+    session = make_session()
+
+    def fail(*args: Any) -> Any:
+        raise PermissionError(13, "Permission denied", "/srv/ctxweb/data/blobs/x")
+
+    monkeypatch.setattr("sessions_app.api.transfer.export_session", fail)
+
+    response = api_client.get(f"/api/sessions/{session.pk}/export")
+
+    body = _json(response, 503)
+    assert body["detail"] == "storage unavailable: Permission denied"
+    assert "/srv" not in body["detail"], "no server paths in answers"
+    assert int(response["Retry-After"]) > 0
+
+
+def test_a_concurrent_write_conflict_is_409(
+    api_client: JsonClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise IntegrityError("duplicate key value violates unique constraint")
+
+    monkeypatch.setattr("sessions_app.api.sessions.create_session", fail)
+
+    _json(api_client.post("/api/sessions", {"title": "x"}), 409)
+
+
+@DEBUG_ON_AND_OFF
+def test_an_unhandled_exception_is_a_json_500_with_a_logged_traceback(
+    api_client: JsonClient,
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    debug: bool,
+) -> None:
+    settings.DEBUG = debug
+
+    def fail(user: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr("sessions_app.api.sessions.sessions_for", fail)
+
+    with caplog.at_level(logging.ERROR, logger="sessions_app"):
+        response = api_client.get("/api/sessions")
+
+    assert _json(response, 500) == {"detail": "internal server error"}
+    logged = [r for r in caplog.records if r.exc_info and r.exc_info[0] is RuntimeError]
+    assert logged, "the traceback is logged"
+
+
+@DEBUG_ON_AND_OFF
+def test_an_exception_escaping_django_ninja_is_json_too(
+    api_client: JsonClient, settings: Any, monkeypatch: pytest.MonkeyPatch, debug: bool
+) -> None:
+    # Throttles run outside django-ninja's exception handling; a database cache failing
+    # there reaches Django's own handling (sessions_app.middleware.ApiErrorMiddleware).
+    settings.DEBUG = debug
+
+    def fail(self: Any, request: Any) -> bool:
+        raise OperationalError("no such table: ctxweb_cache")
+
+    monkeypatch.setattr(SummarizerThrottle, "allow_request", fail)
+
+    response = api_client.post("/api/compact", {"messages": [{"role": "user", "content": "hi"}]})
+
+    assert _json(response, 503)["detail"].startswith("database unavailable")
+    assert response["Retry-After"]
+
+
+@DEBUG_ON_AND_OFF
+def test_a_body_over_djangos_own_limit_is_413(
+    api_client: JsonClient, settings: Any, debug: bool
+) -> None:
+    settings.DEBUG = debug
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
+
+    response = api_client.post("/api/sessions", {"title": "x" * 200})
+
+    _json(response, 413)
+    assert not Session.objects.exists()
+
+
+@DEBUG_ON_AND_OFF
+def test_the_usual_errors_are_json(
+    api_client: JsonClient,
+    anon_client: JsonClient,
+    user: Any,
+    settings: Any,
+    debug: bool,
+) -> None:
+    settings.DEBUG = debug
+    browser = JsonClient(enforce_csrf_checks=True)
+    browser.force_login(user)
+
+    assert _json(api_client.post("/api/sessions", "{oops"), 400)
+    assert _json(anon_client.get("/api/sessions"), 401)
+    assert _json(browser.post("/api/sessions", {"title": "x"}), 403)  # no CSRF token
+    assert _json(api_client.get("/api/sessions/00000000-0000-0000-0000-000000000000"), 404)
+    assert _json(api_client.post("/api/sessions", {"context_limit": -1}), 422)
