@@ -53,7 +53,7 @@ from .summarizers import (
     Summarizer,
     SummaryRequest,
 )
-from .tokens import count_tokens, get_encoding, message_token_counts, message_tokens
+from .tokens import configure, count_tokens, get_encoding, message_token_counts, message_tokens
 from .validation import ensure_valid, validate_messages
 
 __all__ = [
@@ -89,6 +89,7 @@ __all__ = [
     "TruncateResult",
     "UnknownEncodingError",
     "compact_messages",
+    "configure",
     "count_tokens",
     "ensure_valid",
     "errors",

@@ -15,12 +15,17 @@
 
 `measure_recall` says which of them still appear verbatim in a (compacted) history's text,
 tool inputs included.
+
+Both run on every compaction over the whole middle, so each regex runs only on texts that
+hold its required literal (a `/` for paths, `://` for URLs, ...), and recall first rules out
+identifiers whose whitespace-delimited words the text lacks before searching for the rest.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from functools import cached_property
 from typing import Any, Final
 
 from .messages import blocks_of, message_text, starts_round
@@ -70,8 +75,81 @@ def measure_recall(
     if not identifiers:
         return 1.0, []
     haystack = "\n".join(_searchable_texts(messages))
-    missing = [identifier for identifier in identifiers if identifier not in haystack]
+    words = _Words(haystack)
+    missing = [identifier for identifier in identifiers if not words.holds(identifier)]
     return (len(identifiers) - len(missing)) / len(identifiers), missing
+
+
+class _Words:
+    """The whitespace-delimited words of a text, to rule out absent identifiers cheaply.
+
+    Where an identifier occurs, each of its words with whitespace on both sides inside the
+    identifier is a whole word of the text, and three such words in a row are three words
+    in a row of the text; a word with whitespace only before it starts a word of the text,
+    one with whitespace only after it ends one. An identifier of one word (a path, a URL)
+    lies inside one word of the text, so it is searched among the text's words that hold
+    its `/` or `.` only.
+    """
+
+    AFFIX: Final = 4
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.words = text.split()
+        self.whole = set(self.words)
+        self._holding: dict[str, str] = {}
+
+    @cached_property
+    def triples(self) -> set[tuple[str, str, str]]:
+        return set(zip(self.words, self.words[1:], self.words[2:], strict=False))
+
+    @cached_property
+    def starts(self) -> set[str]:
+        return {word[: self.AFFIX] for word in self.whole if len(word) >= self.AFFIX}
+
+    @cached_property
+    def ends(self) -> set[str]:
+        return {word[-self.AFFIX :] for word in self.whole if len(word) >= self.AFFIX}
+
+    def holds(self, identifier: str) -> bool:
+        """True when `identifier` occurs verbatim in the text."""
+        parts = identifier.split()
+        if len(parts) == 1 and len(parts[0]) == len(identifier):
+            for mark in ("/", "."):
+                if mark in identifier:
+                    return identifier in self._words_holding(mark)
+            return identifier in self.text
+        return self._may_hold(identifier, parts) and identifier in self.text
+
+    def _words_holding(self, mark: str) -> str:
+        """The distinct words that hold `mark`, one a line."""
+        if mark not in self._holding:
+            self._holding[mark] = "\n".join({word for word in self.whole if mark in word})
+        return self._holding[mark]
+
+    def _may_hold(self, identifier: str, parts: list[str]) -> bool:
+        """False only when `identifier` (split into `parts`) cannot occur in the text."""
+        if not parts:
+            return True
+        first = 0 if identifier[0].isspace() else 1
+        last = len(parts) if identifier[-1].isspace() else len(parts) - 1
+        bounded = parts[first:last]  # whitespace on both sides
+        if len(bounded) >= 3:  # each word is in a triple: checking the triples is enough
+            triples = self.triples
+            for index in range(len(bounded) - 2):
+                if (bounded[index], bounded[index + 1], bounded[index + 2]) not in triples:
+                    return False
+        elif any(part not in self.whole for part in bounded):
+            return False
+        if first == 1 and len(parts) > 1 and not self._ends_a_word(parts[0]):
+            return False
+        return not (last < len(parts) and len(parts) > 1 and not self._starts_a_word(parts[-1]))
+
+    def _ends_a_word(self, part: str) -> bool:
+        return len(part) < self.AFFIX or part[-self.AFFIX :] in self.ends
+
+    def _starts_a_word(self, part: str) -> bool:
+        return len(part) < self.AFFIX or part[: self.AFFIX] in self.starts
 
 
 def _message_identifiers(message: Mapping[str, Any], tool_names: dict[str, str]) -> Iterator[str]:
@@ -104,19 +182,31 @@ def _message_identifiers(message: Mapping[str, Any], tool_names: dict[str, str])
 
 
 def _references(text: str) -> Iterator[str]:
-    """URLs first, then the paths in what is left of the text."""
-    for match in _URL.finditer(text):
-        yield match.group().rstrip(".,;:!?")
-    rest = _URL.sub(" ", text)
-    for match in _PATH.finditer(rest):
-        path = match.group().rstrip(".,;:!?")
-        if path.startswith(("/", "./", "../", "~/")) or _EXTENSION.search(path):
-            yield path
-    for match in _BARE_FILE.finditer(rest):
-        yield match.group()
+    """URLs first, then the paths in what is left of the text.
+
+    Each pattern needs a literal (`://`, `/`, `.`): texts without it skip that pattern. A
+    path holds no whitespace and its pattern looks behind for a non-space, so matching
+    each whitespace-delimited word that holds the literal finds the same paths, in order,
+    without scanning the words that cannot hold one."""
+    rest = text
+    if "://" in text:
+        for match in _URL.finditer(text):
+            yield match.group().rstrip(".,;:!?")
+        rest = _URL.sub(" ", text)
+    words = rest.split() if "/" in rest or "." in rest else []
+    for word in [word for word in words if "/" in word]:
+        for match in _PATH.finditer(word):
+            path = match.group().rstrip(".,;:!?")
+            if path.startswith(("/", "./", "../", "~/")) or _EXTENSION.search(path):
+                yield path
+    for word in [word for word in words if "." in word]:
+        for match in _BARE_FILE.finditer(word):
+            yield match.group()
 
 
 def _error_lines(text: str) -> Iterator[str]:
+    if not _ERROR.search(text):  # a line that matches is a part of the text that matches
+        return
     taken = 0
     for line in text.splitlines():
         if taken == _ERRORS_PER_BLOCK:
@@ -130,6 +220,8 @@ def _error_lines(text: str) -> Iterator[str]:
 
 
 def _todos(text: str) -> Iterator[str]:
+    if "[ ]" not in text and "TODO:" not in text:  # the pattern's two literals
+        return
     for match in _TODO.finditer(text):
         yield match.group().strip()[:_MAX_LINE]
 
