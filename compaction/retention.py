@@ -24,8 +24,10 @@ identifiers whose whitespace-delimited words the text lacks before searching for
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
+from itertools import accumulate
 from typing import Any, Final
 
 from .messages import blocks_of, message_text, starts_round
@@ -49,6 +51,9 @@ _NOT_ERROR: Final = re.compile(
     r"^\s*(?:\d+(?:→|\t)|(?:raise|except|throw|catch|class|def|import|from)\b|#|//)"
 )
 _GENERIC_TRACEBACK: Final = "Traceback (most recent call last):"
+#: A literal each match of `_ERROR` contains.
+_ERROR_WORDS: Final = ("Error", "Exception", "Traceback", "FAILED", "failed", "error:")
+_ERROR_HINT: Final = re.compile("|".join(_ERROR_WORDS))
 _TODO: Final = re.compile(r"^\s*(?:[-*]\s+\[ \]\s+\S.*|.*\bTODO:\s*\S.*)$", re.MULTILINE)
 _OPEN_STATUSES: Final = frozenset({"pending", "in_progress"})
 
@@ -187,13 +192,15 @@ def _references(text: str) -> Iterator[str]:
     Each pattern needs a literal (`://`, `/`, `.`): texts without it skip that pattern. A
     path holds no whitespace and its pattern looks behind for a non-space, so matching
     each whitespace-delimited word that holds the literal finds the same paths, in order,
-    without scanning the words that cannot hold one."""
+    without scanning the words that cannot hold one; a repeated word only repeats what its
+    first occurrence found, and `extract_identifiers` keeps first occurrences only."""
     rest = text
     if "://" in text:
         for match in _URL.finditer(text):
             yield match.group().rstrip(".,;:!?")
         rest = _URL.sub(" ", text)
-    words = rest.split() if "/" in rest or "." in rest else []
+    # A word seen earlier in the text yields nothing new (identifiers are deduplicated).
+    words = list(dict.fromkeys(rest.split())) if "/" in rest or "." in rest else []
     for word in [word for word in words if "/" in word]:
         for match in _PATH.finditer(word):
             path = match.group().rstrip(".,;:!?")
@@ -205,18 +212,32 @@ def _references(text: str) -> Iterator[str]:
 
 
 def _error_lines(text: str) -> Iterator[str]:
-    if not _ERROR.search(text):  # a line that matches is a part of the text that matches
+    """Up to 3 error lines, in order. Every match of the error pattern holds one of
+    `_ERROR_WORDS`, so only the lines holding one are tested, found with plain substring
+    searches first and a literal-only pattern next (both much faster than the pattern)."""
+    if not any(word in text for word in _ERROR_WORDS):
         return
+    lines: list[str] = []
+    ends: list[int] = []
     taken = 0
-    for line in text.splitlines():
-        if taken == _ERRORS_PER_BLOCK:
-            return
+    previous = -1
+    for hint in _ERROR_HINT.finditer(text):
+        if not lines:
+            lines = text.splitlines()
+            ends = list(accumulate(len(line) for line in text.splitlines(keepends=True)))
+        index = bisect_right(ends, hint.start())
+        if index == previous:
+            continue
+        previous = index
+        line = lines[index]
         stripped = line.strip()
         if stripped == _GENERIC_TRACEBACK or _NOT_ERROR.match(line):
             continue
         if _ERROR.search(stripped):
-            taken += 1
             yield stripped[:_MAX_LINE]
+            taken += 1
+            if taken == _ERRORS_PER_BLOCK:
+                return
 
 
 def _todos(text: str) -> Iterator[str]:
