@@ -21,7 +21,7 @@ from django.db.models.expressions import Value
 __all__ = ["JSONTextField"]
 
 
-class JSONTextField(models.JSONField):  # type: ignore[type-arg]
+class JSONTextField(models.JSONField):
     """A JSONField stored as `text` on PostgreSQL (the JSON as encoded), unchanged elsewhere."""
 
     def db_type(self, connection: BaseDatabaseWrapper) -> str | None:
