@@ -27,8 +27,7 @@ from .archive import archive_messages
 from .blobstore import BlobStore, LocalBlobStore
 from .clock import Clock, SystemClock
 from .errors import CompactionError, SummaryError
-from .file_views import file_view_sources
-from .folding import SourceFile, fold
+from .file_views import file_view_outlines
 from .hard_truncate import hard_truncate
 from .messages import SUMMARY_KEY, Message, is_summary_message, make_summary_message
 from .offload import offload_tool_results
@@ -47,7 +46,7 @@ from .retention import extract_identifiers, measure_recall
 from .smart_truncate import smart_truncate
 from .summarizers.base import Summarizer, SummaryRequest
 from .summarizers.extractive import ExtractiveSummarizer
-from .tokens import count_text_tokens, message_token_counts
+from .tokens import message_token_counts
 from .validation import ensure_valid, validate_messages
 
 __all__ = ["EventHandler", "compact_messages"]
@@ -362,7 +361,7 @@ class _Run:
         except SummaryError as error:
             self._report("summary", ran=True, why=f"failed: {error.reason}", before=state.tokens)
             raise _Failure(error.reason, error.detail) from error
-        self.outlines = self._file_outlines(middle)
+        self.outlines = self._file_outlines(middle, snapshot.counts[head_end:tail_start])
         new = self._assemble(state, head, middle, tail, text)
         new, text = self._retention_check(state, request, head, middle, tail, new, text)
         if new.tokens >= snapshot.tokens:
@@ -476,30 +475,14 @@ class _Run:
         self.summary_message = first_message
         return new, text
 
-    def _file_outlines(self, middle: Sequence[Message]) -> str:
+    def _file_outlines(self, middle: Sequence[Message], counts: Sequence[int]) -> str:
         """The folded outlines of the files viewed in `middle` (seed 002 §2.5), or "".
 
-        A file (or slice of one) viewed more than once is folded as last seen; an outline
-        no smaller than its source is left out (as in smart truncation); together they are
-        held to `fold_max_tokens`. Folding is an extra: if it fails, the summary goes
-        without it.
+        See `file_views.file_view_outlines`. Folding is an extra: if it fails, the summary
+        goes without it.
         """
-        latest: dict[tuple[str, int], SourceFile] = {}
-        for source in file_view_sources(middle, self.policy):
-            latest.pop((source.path, source.first_line), None)
-            latest[(source.path, source.first_line)] = source
-        encoding = self.policy.encoding
         try:
-            kept = [
-                (file, folded)
-                for file in latest.values()
-                if file.source.strip()
-                for folded in [fold([file], policy=self.policy)]
-                if folded.tokens < count_text_tokens(file.source, encoding)
-            ]
-            if sum(folded.tokens for _, folded in kept) <= self.policy.fold_max_tokens:
-                return "\n".join(folded.text for _, folded in kept)
-            return fold([file for file, _ in kept], policy=self.policy).text
+            return file_view_outlines(middle, self.policy, counts)
         except Exception:
             logger.exception("folding the middle's file views failed", extra=self._log_fields())
             return ""
