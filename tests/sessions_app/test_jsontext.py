@@ -123,13 +123,29 @@ def test_the_migration_converts_stored_rows_both_ways(tmp_path: Path) -> None:
                 " SELECT id, 0, 'user', %s::jsonb, '{}', 3, '', now() FROM sessions_app_session",
                 [json.dumps(content)],
             )
+            big = [{"type": "text", "text": "a long file " * 2000}]
+            db.execute(
+                "INSERT INTO sessions_app_message (session_id, seq, role, content, extra,"
+                " token_count, original_id, created_at)"
+                " SELECT id, 1, 'user', %s::jsonb, '{}', 3, '', now() FROM sessions_app_session",
+                [json.dumps(big)],
+            )
             _migrate(env, "0003")
-            row = db.execute("SELECT pg_typeof(content)::text, content FROM sessions_app_message")
-            kind, text = row.fetchone()  # type: ignore[misc]
-            assert kind == "text"
-            assert json.loads(text) == content
+            rows = db.execute(
+                "SELECT pg_typeof(content)::text, content, pg_column_compression(content)"
+                " FROM sessions_app_message ORDER BY seq"
+            ).fetchall()
+            assert [(kind, json.loads(text)) for kind, text, _ in rows] == [
+                ("text", content),
+                ("text", big),
+            ]
+            lz4 = db.execute(
+                "SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression'"
+                " AND 'lz4' = ANY(enumvals)"
+            ).fetchone()
+            assert rows[1][2] == ("lz4" if lz4 else "pglz")
             _migrate(env, "0002")
-            row = db.execute("SELECT pg_typeof(content)::text, content FROM sessions_app_message")
-            kind, value = row.fetchone()  # type: ignore[misc]
-            assert kind == "jsonb"
-            assert value == content
+            rows = db.execute(
+                "SELECT pg_typeof(content)::text, content FROM sessions_app_message ORDER BY seq"
+            ).fetchall()
+            assert rows == [("jsonb", content), ("jsonb", big)]
