@@ -9,7 +9,7 @@ PORT ?= 8000
 CHROMIUM := /usr/bin/chromium
 PG_URL ?= postgresql://postgres@127.0.0.1:5432
 
-.PHONY: install run test lint typecheck pytest pytest-postgres chromium bench clean
+.PHONY: install run test lint typecheck pytest pytest-postgres chromium bench bench-smoke clean
 
 install: $(STAMP)
 
@@ -56,11 +56,16 @@ pytest-postgres: install chromium
 			-p no:cacheprovider; \
 	else echo "PostgreSQL not reachable at $(PG_URL): PostgreSQL run skipped"; fi
 
-test: lint typecheck pytest pytest-postgres
+test: lint typecheck pytest pytest-postgres bench-smoke
 
+# Every benchmark, one after the other; bench/results.md is written from the run.
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
-	for b in bench/[a-z]*.py; do m=$$(basename $$b .py); echo "== bench/$$m.py"; $(BIN)/python -m bench.$$m; done
+	$(BIN)/python -m bench --output bench/results.md
+
+# Every benchmark with tiny sizes, so none can rot; no figure is checked or kept.
+bench-smoke: install
+	$(BIN)/python -m bench --smoke --output $(VENV)/bench-smoke.md
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -1,56 +1,57 @@
-"""Benchmark: the web app's check, context and append paths on a stored 1M-token session.
+"""Benchmark: the web app's check, context and append paths on a stored 1M-token session,
+on SQLite and on PostgreSQL.
 
-Goal (issue 4): `check` and `context` under 20 ms each, because token counts are cached per
-message (a sum, not a re-encode); appends per second. Times the service functions and the
-same calls through the REST API (Django test client, Bearer key), median of repeated runs
-after a warm-up. `context` is timed cold (cache cleared before each run: the first read
-after a compaction, revert or offload), warm (a repeated read) and right after an append
-(the cached text extended by the new entry). Uses a throwaway SQLite database (or
-DATABASE_URL when set).
+Goals (issues 4 and 14): `check` and `context` under 20 ms each; `GET /context` cold on
+PostgreSQL under 20 ms and warm under 5 ms. Each database runs in its own child process
+with a throwaway database (a SQLite file; a PostgreSQL database on CTXWEB_BENCH_PG_URL,
+dropped afterwards, skipped when no server answers) and persistent connections, as a
+deployment uses them. The service functions and the same calls through the REST API
+(Django test client, Bearer key, every middleware) are timed, median of 30 runs after a
+warm-up. `context` is timed cold (the process's context cache emptied before each run: the
+first read after a compaction, revert or offload, or in a fresh process), warm (a repeated
+read) and right after an append (the cached text extended by the new entry). Appends per
+second: one message per call through the service and through the API, and 100 messages
+per API request (bench/appends.py measures concurrent appenders against gunicorn).
 
-Run: .venv/bin/python bench/api.py
+Run: .venv/bin/python -m bench.api [--smoke]
 """
 
 from __future__ import annotations
 
+import json
 import os
-import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.common import goal, log, options, table
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("CTXWEB_DATA_DIR", tempfile.mkdtemp(prefix="ctxweb-bench-api-"))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ctxweb.settings")
-os.environ.setdefault("DJANGO_DEBUG", "1")
-# Persistent connections, as a deployment uses them (one connection per request otherwise).
-os.environ.setdefault("CTXWEB_CONN_MAX_AGE", "60")
-
-import django  # noqa: E402
-
-django.setup()
-
-from django.contrib.auth import get_user_model  # noqa: E402
-from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
-from django.test import Client  # noqa: E402
-
-from bench.tokens import synthetic_session  # noqa: E402
-from sessions_app.models import ApiKey  # noqa: E402
-from sessions_app.services.context import check, context_json, context_payload  # noqa: E402
-from sessions_app.services.context_text import clear_cache  # noqa: E402
-from sessions_app.services.sessions import append_messages, create_session  # noqa: E402
-
+PG_SERVER = os.environ.get("CTXWEB_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432")
 RUNS = 30
+ROWS = [
+    ("store the session (`create_session`, counts included)", "store_s", "s"),
+    ("`check` (service)", "check (service)", "ms"),
+    ("`check` (API)", "check (API)", "ms"),
+    ("`context` cold (service `context_json`)", "context cold (service)", "ms"),
+    ("`context` cold (API)", "context cold (API)", "ms"),
+    ("`context` warm (service `context_json`)", "context warm (service)", "ms"),
+    ("`context` warm (API)", "context warm (API)", "ms"),
+    ("`context` after an append (API)", "context after an append (API)", "ms"),
+    ("`context_payload` (decoded dicts, for comparison)", "context_payload (dicts)", "ms"),
+    ("appends/s, one message per call (service)", "appends/s (service)", "/s"),
+    ("appends/s, one message per request (API)", "appends/s (API)", "/s"),
+    ("appends/s, 100 messages per request (API)", "appends/s (API, 100 per request)", "/s"),
+]
 
 
 def median_ms(
-    action: Callable[[], Any], runs: int = RUNS, before: Callable[[], Any] | None = None
+    action: Callable[[], Any], runs: int, before: Callable[[], Any] | None = None
 ) -> float:
     """Median time of `action` after a warm-up; `before` runs untimed before each run."""
     action()  # warm-up
@@ -64,23 +65,32 @@ def median_ms(
     return statistics.median(times)
 
 
-def main() -> None:
+def child(smoke: bool) -> dict[str, Any]:
+    """Run in the child process (Django set up on the database the parent chose)."""
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test import Client
+
+    from bench.histories import synthetic_session
+    from sessions_app.models import ApiKey
+    from sessions_app.services.context import check, context_json, context_payload
+    from sessions_app.services.context_text import clear_cache
+    from sessions_app.services.sessions import append_messages, create_session
+
+    runs = 3 if smoke else RUNS
     call_command("migrate", verbosity=0)
     owner = get_user_model().objects.create_user("bench")
     _, key = ApiKey.issue(owner, "bench")
-    messages = synthetic_session(5001, 1_000_000)
+    messages = synthetic_session(201, 40_000) if smoke else synthetic_session(5001, 1_000_000)
     started = time.perf_counter()
     session = create_session(owner, messages=messages, context_limit=2_000_000)
-    stored_s = time.perf_counter() - started
+    figures: dict[str, Any] = {"store_s": time.perf_counter() - started}
     client = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
     base = f"/api/sessions/{session.pk}"
-
-    def api_check() -> None:
-        assert client.post(f"{base}/check", content_type="application/json").status_code == 200
-
-    def api_context() -> None:
-        assert client.get(f"{base}/context").status_code == 200
-
     pair: list[dict[str, Any]] = [
         {"role": "user", "content": "Please continue with the next step of the task."},
         {"role": "assistant", "content": [{"type": "text", "text": "Done: tests pass."}]},
@@ -91,43 +101,139 @@ def main() -> None:
         append_messages(session, [pair[appended[0] % 2]])
         appended[0] += 1
 
-    figures = {
-        "check (service)": median_ms(lambda: check(session)),
-        "check (API)": median_ms(api_check),
-        "context_json cold (service)": median_ms(lambda: context_json(session), before=clear_cache),
-        "context_json warm (service)": median_ms(lambda: context_json(session)),
-        "context_payload (dicts)": median_ms(lambda: context_payload(session), runs=10),
-        "context cold (API)": median_ms(api_context, before=clear_cache),
-        "context warm (API)": median_ms(api_context),
-        "context after an append (API)": median_ms(api_context, before=append_one),
-    }
-    size = len(client.get(f"{base}/context").content)
+    def api_check() -> None:
+        assert client.post(f"{base}/check", content_type="application/json").status_code == 200
 
-    count = 200
+    def api_context() -> None:
+        assert client.get(f"{base}/context").status_code == 200
+
+    figures.update(
+        {
+            "check (service)": median_ms(lambda: check(session), runs),
+            "check (API)": median_ms(api_check, runs),
+            "context cold (service)": median_ms(lambda: context_json(session), runs, clear_cache),
+            "context warm (service)": median_ms(lambda: context_json(session), runs),
+            "context_payload (dicts)": median_ms(lambda: context_payload(session), min(runs, 10)),
+            "context cold (API)": median_ms(api_context, runs, clear_cache),
+            "context warm (API)": median_ms(api_context, runs),
+            "context after an append (API)": median_ms(api_context, runs, append_one),
+        }
+    )
+    figures["context bytes"] = len(client.get(f"{base}/context").content)
+    count = 20 if smoke else 200
     started = time.perf_counter()
     for index in range(count):
         append_messages(session, [pair[index % 2]])
-    service_rate = count / (time.perf_counter() - started)
+    figures["appends/s (service)"] = count / (time.perf_counter() - started)
     started = time.perf_counter()
     for index in range(count):
         response = client.post(
             f"{base}/messages", {"messages": [pair[index % 2]]}, content_type="application/json"
         )
         assert response.status_code == 201, response.content
-    api_rate = count / (time.perf_counter() - started)
-
-    python = platform.python_version()
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {python}")
-    print(f"database: {connection.vendor}")
-    print(
-        f"session: {session.message_count} messages, {session.context_tokens:,} tokens "
-        f"(stored in {stored_s:.1f} s)"
+    figures["appends/s (API)"] = count / (time.perf_counter() - started)
+    batch = pair * 50
+    requests = 2 if smoke else 20
+    started = time.perf_counter()
+    for _ in range(requests):
+        response = client.post(
+            f"{base}/messages", {"messages": batch}, content_type="application/json"
+        )
+        assert response.status_code == 201, response.content
+    figures["appends/s (API, 100 per request)"] = (
+        requests * len(batch) / (time.perf_counter() - started)
     )
-    for name, value in figures.items():
-        print(f"{name:<30} {value:8.2f} ms (median)")
-    print(f"context response size: {size / 1e6:.1f} MB")
-    print(f"{'appends (service)':<30} {service_rate:8.0f} /s (one message each)")
-    print(f"{'appends (API)':<30} {api_rate:8.0f} /s (one message each)")
+    session.refresh_from_db()
+    figures["session"] = f"{session.message_count:,} messages, {session.context_tokens:,} tokens"
+    figures["database"] = _database_version(connection)
+    return figures
+
+
+def _database_version(connection: Any) -> str:
+    if connection.vendor == "postgresql":
+        major, minor = divmod(connection.pg_version, 10000)
+        return f"PostgreSQL {major}.{minor}"
+    import sqlite3
+
+    return f"SQLite {sqlite3.sqlite_version}"
+
+
+def _run_child(database_url: str | None, data_dir: str, smoke: bool) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env.update(
+        CTXWEB_DATA_DIR=data_dir,
+        DJANGO_SETTINGS_MODULE="ctxweb.settings",
+        DJANGO_DEBUG="1",
+        CTXWEB_CONN_MAX_AGE="60",  # persistent connections, as a deployment uses them
+        PYTHONPATH=str(ROOT),
+    )
+    if database_url:
+        env["DATABASE_URL"] = database_url
+    command = [sys.executable, "-m", "bench.api", "--child", *(["--smoke"] if smoke else [])]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode:
+        raise RuntimeError(f"bench.api child failed:\n{done.stderr[-3000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _format(value: float, unit: str) -> str:
+    if unit == "s":
+        return f"{value:.1f} s"
+    if unit == "/s":
+        return f"{value:,.0f}"
+    return f"{value:.1f} ms" if value < 100 else f"{value:.0f} ms"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    if argv is None:
+        argv = sys.argv[1:]
+    if "--child" in argv:
+        print(json.dumps(child("--smoke" in argv)))
+        return
+    args = options(__doc__, argv)
+    sys.path.insert(0, str(ROOT))
+    from tests.support import postgres
+
+    results: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="ctxweb-bench-api-") as data_dir:
+        log("api: SQLite")
+        results["SQLite (WAL)"] = _run_child(None, data_dir, args.smoke)
+        if not args.smoke and postgres.available(PG_SERVER):
+            log("api: PostgreSQL")
+            with postgres.throwaway_database(PG_SERVER, "ctxweb_bench_api") as url:
+                results["PostgreSQL 127.0.0.1"] = _run_child(url, data_dir, args.smoke)
+    names = list(results)
+    print("## Web app API: `bench/api.py`\n")
+    first = results[names[0]]
+    print(
+        f"A stored session of {first['session']} (after the appends), context response "
+        f"{first['context bytes'] / 1e6:.1f} MB; median of {3 if args.smoke else RUNS} runs. "
+        + "; ".join(f"{name}: {results[name]['database']}" for name in names)
+        + ".\n"
+    )
+    rows = [[label, *(_format(results[n][key], unit) for n in names)] for label, key, unit in ROWS]
+    print(table(["", *names], rows))
+    print()
+    for name in names:
+        figures = results[name]
+        for key in ("check (API)", "context cold (API)", "context warm (API)"):
+            print(goal(f"{name}: {key} = {figures[key]:.1f} ms (< 20 ms)", figures[key] < 20))
+    if "PostgreSQL 127.0.0.1" in results:
+        figures = results["PostgreSQL 127.0.0.1"]
+        print(
+            goal(
+                f"PostgreSQL: GET /context cold = {figures['context cold (API)']:.1f} ms (< 20 ms)",
+                figures["context cold (API)"] < 20,
+            )
+        )
+        print(
+            goal(
+                f"PostgreSQL: GET /context warm = {figures['context warm (API)']:.1f} ms (< 5 ms)",
+                figures["context warm (API)"] < 5,
+            )
+        )
+    else:
+        print(f"- PostgreSQL: skipped ({'smoke run' if args.smoke else 'no server'})")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ Then, each in a fresh child process so the peak resident memory is its own:
 2. store: `sessions_app.importing.import_file` into a throwaway SQLite database (parse,
    token counts, Message/ContextEntry/Compaction rows, archives, the raw file kept).
 
-Run: .venv/bin/python bench/import.py [--size-mb 200] [--skip-store]
+Run: .venv/bin/python -m bench.import [--size-mb 200] [--skip-store] [--smoke]
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -30,6 +29,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench.common import table  # noqa: E402
+
 SESSION = "bench-0000-0000-0000-000000000000"
 
 
@@ -298,7 +300,8 @@ def _rss_mb() -> float:
 
 def _measure(mode: str, path: Path) -> dict[str, Any]:
     output = subprocess.run(
-        [sys.executable, __file__, "--child", mode, str(path)],
+        [sys.executable, "-m", "bench.import", "--child", mode, str(path)],
+        cwd=ROOT,
         check=True,
         capture_output=True,
         text=True,
@@ -307,33 +310,45 @@ def _measure(mode: str, path: Path) -> dict[str, Any]:
     return result
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=int, default=200)
     parser.add_argument("--skip-store", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="a 1 MB file")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(_child(args.child[0], Path(args.child[1]))))
         return
+    size_mb = 1 if args.smoke else args.size_mb
+    rows = []
     with tempfile.TemporaryDirectory(prefix="ctxweb-bench-import-") as folder:
         path = Path(folder) / f"{SESSION}.jsonl"
         started = time.perf_counter()
-        size, lines = generate(path, args.size_mb)
+        size, lines = generate(path, size_mb)
         megabytes = size / 1024 / 1024
-        python = platform.python_version()
-        print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {python}")
         took = time.perf_counter() - started
-        print(f"input: {megabytes:.0f} MB, {lines:,} lines (written in {took:.0f} s)")
         for mode in ("parse", "store") if not args.skip_store else ("parse",):
+            print(f"import: {mode}", file=sys.stderr, flush=True)
             result = _measure(mode, path)
-            rate = megabytes / result["seconds"]
-            print(
-                f"{mode}: {result['seconds']:.1f} s, {rate:.1f} MB/s, "
-                f"peak RSS {result['peak_mb']:.0f} MB "
-                f"(after imports {result['baseline_mb']:.0f} MB), "
-                f"counts {result['counts']}"
+            rows.append(
+                [
+                    mode,
+                    f"{result['seconds']:.1f} s",
+                    f"{megabytes / result['seconds']:.1f} MB/s",
+                    f"{result['peak_mb']:.0f} MB ({result['baseline_mb']:.0f} MB)",
+                    ", ".join(
+                        f"{k}: {v:,}" for k, v in result["counts"].items() if isinstance(v, int)
+                    ),
+                ]
             )
+    print("## Importing a large Claude Code file: `bench/import.py`\n")
+    print(
+        f"A synthetic Claude Code session file of {megabytes:.0f} MB, {lines:,} lines (written "
+        f"in {took:.0f} s); each step in a fresh child process (peak RSS: its `ru_maxrss`; in "
+        "brackets: after imports). Store: SQLite.\n"
+    )
+    print(table(["step", "time", "throughput", "peak RSS (after imports)", "result"], rows))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Load test: mixed REST traffic against gunicorn while background compactions run.
 
-    python bench/load.py                       # 60 s on SQLite, then 60 s on PostgreSQL
-    python bench/load.py --seconds 15 --databases sqlite
+    python -m bench.load                       # 60 s on SQLite, then 60 s on PostgreSQL
+    python -m bench.load --seconds 15 --databases sqlite
 
 For each database: a throwaway data dir (and, for PostgreSQL, a throwaway database on the
 local server, dropped afterwards), `migrate`, gunicorn with ctxweb/gunicorn.conf.py and 2
@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+from bench.common import goal, table
 from tests.support import postgres  # the throwaway databases the tests use too
 
 REPO = Path(__file__).resolve().parent.parent
@@ -259,6 +260,18 @@ def _manage(env: dict[str, str], *args: str) -> str:
     return completed.stdout
 
 
+_SETUP = (
+    "from django.core.management import call_command; "
+    "call_command('migrate', interactive=False, verbosity=0); "
+    "call_command('create_api_key', {name!r})"
+)
+
+
+def _prepared(env: dict[str, str], name: str) -> str:
+    """Migrate the database and issue an API key for user `name`, in one Django start."""
+    return _manage(env, "shell", "-c", _SETUP.format(name=name)).strip().splitlines()[-1]
+
+
 @contextmanager
 def _database(kind: str, data_dir: Path) -> Iterator[str]:
     """A throwaway database URL: a SQLite file, or a PostgreSQL database dropped afterwards."""
@@ -270,8 +283,9 @@ def _database(kind: str, data_dir: Path) -> Iterator[str]:
 
 
 @contextmanager
-def _processes(env: dict[str, str], log_dir: Path) -> Iterator[None]:
-    """gunicorn and one db_worker, stopped (TERM, then KILL) on the way out."""
+def _processes(env: dict[str, str], log_dir: Path, worker: bool = True) -> Iterator[None]:
+    """gunicorn and (unless `worker` is False) one db_worker, stopped (TERM, then KILL) on
+    the way out."""
     started: list[subprocess.Popen[bytes]] = []
     commands = {
         "gunicorn": [PYTHON, "-m", "gunicorn", "-c", "ctxweb/gunicorn.conf.py"],
@@ -285,6 +299,8 @@ def _processes(env: dict[str, str], log_dir: Path) -> Iterator[None]:
             "--no-startup-delay",
         ],
     }
+    if not worker:
+        del commands["worker"]
     try:
         for name, command in commands.items():
             with (log_dir / f"{name}.log").open("wb") as log:
@@ -323,23 +339,24 @@ def _wait_until_up(port: int, timeout: float = 60) -> None:
 # --- one run ------------------------------------------------------------------------------
 
 
-def run(kind: str, seconds: float, clients: int, web_workers: int) -> dict[str, Any]:
+def run(
+    kind: str, seconds: float, clients: int, web_workers: int, settle: float = 3.0
+) -> dict[str, Any]:
     """The whole load test on one database; its figures."""
     data_dir = Path(tempfile.mkdtemp(prefix=f"ctxweb-load-{kind}-"))
     try:
         with _database(kind, data_dir) as database_url:
             port = free_port()
             env = _env(data_dir, database_url, port, web_workers)
-            _manage(env, "migrate", "--no-input", "-v", "0")
-            key = _manage(env, "create_api_key", "loadtest").strip().splitlines()[-1]
+            key = _prepared(env, "loadtest")
             with _processes(env, data_dir):
                 _wait_until_up(port)
-                return _drive(port, key, seconds, clients)
+                return _drive(port, key, seconds, clients, settle)
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
-def _drive(port: int, key: str, seconds: float, clients: int) -> dict[str, Any]:
+def _drive(port: int, key: str, seconds: float, clients: int, settle: float) -> dict[str, Any]:
     seeder = Api(port, key)
     sessions = []
     rng = random.Random(1)
@@ -366,7 +383,7 @@ def _drive(port: int, key: str, seconds: float, clients: int) -> dict[str, Any]:
     for thread in [*workers, compactor]:
         thread.join(timeout=seconds + 60)
     elapsed = time.monotonic() - started
-    time.sleep(3)  # let the worker finish the last queued jobs
+    time.sleep(settle)  # let the worker finish the last queued jobs
     return _figures(seeder, stats, elapsed, workers, compactor, sessions)
 
 
@@ -416,23 +433,72 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=20, help="concurrent clients (20)")
     parser.add_argument("--web-workers", type=int, default=2, help="gunicorn processes (2)")
     parser.add_argument("--databases", default="sqlite,postgres", help="sqlite,postgres")
+    parser.add_argument("--smoke", action="store_true", help="3 s, 2 clients, SQLite")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.seconds, args.clients, args.databases, args.web_workers = 2.0, 2, "sqlite", 1
     failed = False
+    rows: list[list[object]] = []
+    lines: list[str] = []
     for kind in [k.strip() for k in args.databases.split(",") if k.strip()]:
         if kind == "postgres" and not postgres.available(PG_SERVER):
-            print(f"== postgres: skipped, no server at {PG_SERVER}")
+            lines.append(f"- postgres: skipped, no server at {PG_SERVER}")
             continue
-        print(f"== {kind}: {args.clients} clients, {args.seconds:.0f} s, {args.web_workers} web")
-        figures = run(kind, args.seconds, args.clients, args.web_workers)
-        print(json.dumps(figures, indent=2))
-        goal = (
+        print(f"load: {kind}", file=sys.stderr, flush=True)
+        figures = run(kind, args.seconds, args.clients, args.web_workers, 0.5 if args.smoke else 3)
+        jobs = ", ".join(f"{n} {s}" for s, n in figures["background_jobs"].items()) or "none"
+        rows.append(
+            [
+                kind,
+                f"{figures['requests']:,} in {figures['seconds']:.0f} s",
+                f"{figures['throughput_rps']:.0f} req/s",
+                f"{figures['p50_ms']:.1f} ms",
+                f"{figures['p99_ms']:.1f} ms",
+                " / ".join(f"{v['p99_ms']:.0f}" for v in figures["by_kind"].values()),
+                figures["errors"],
+                f"{figures['compactions_stored']} (jobs: {jobs})",
+                figures["messages_lost"],
+            ]
+        )
+        met = (
             figures["errors"] == 0
             and figures["p99_ms"] < GOAL_P99_MS
             and not figures["messages_lost"]
         )
-        verdict = "met" if goal else "NOT met"
-        print(f"goal (0 errors, p99 < {GOAL_P99_MS:.0f} ms, nothing lost): {verdict}")
+        lines.append(
+            goal(
+                f"{kind}: {figures['errors']} errors, p99 {figures['p99_ms']:.0f} ms, "
+                f"{figures['messages_lost']} messages lost (0, < {GOAL_P99_MS:.0f} ms, 0)",
+                met,
+            )
+        )
+        lines += [f"- {kind}: first errors: {e}" for e in figures["first_errors"]]
         failed = failed or figures["errors"] > 0 or figures["messages_lost"] != 0
+    kinds = " / ".join(kind for kind, _ in sorted(MIX))  # by_kind is sorted by name
+    print("## Load: `bench/load.py`\n")
+    print(
+        f"{args.clients} clients for {args.seconds:.0f} s per database: 60% appends, 30% "
+        f"context reads, 10% checks, a background compaction asked every 2 s; gunicorn with "
+        f"{args.web_workers} processes and one db_worker.\n"
+    )
+    print(
+        table(
+            [
+                "database",
+                "requests",
+                "throughput",
+                "p50",
+                "p99",
+                f"p99 by kind ({kinds})",
+                "errors",
+                "compactions stored",
+                "messages lost",
+            ],
+            rows,
+        )
+    )
+    print()
+    print("\n".join(lines))
     return 1 if failed else 0
 
 

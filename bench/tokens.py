@@ -2,139 +2,78 @@
 
 Seed 000 §4.1 target: 200K tokens counted in under 500 ms. Goal (issue 2): within 1.15x of
 raw tiktoken encoding the same texts. Both sides encode exactly the pieces count_tokens
-encodes (texts, tool names, compact JSON of tool inputs, tool result texts); "raw batch" is
-`encode_ordinary_batch` over them (what count_tokens uses, threaded), "raw loop" one
-`encode_ordinary` call per piece. Fastest of 15 interleaved runs each, after a warm-up.
+encodes (texts, tool names, compact JSON of tool inputs, tool result texts): "raw loop" is
+one `encode_ordinary` call per piece (what count_tokens does), "raw batch" tiktoken's
+threaded `encode_ordinary_batch` over them. Fastest of 15 interleaved runs each, after a
+warm-up. History: `bench.histories.synthetic_session`.
 
-Also home of `synthetic_session`, the history bench/compact.py uses.
-
-Run: .venv/bin/python bench/tokens.py
+Run: .venv/bin/python -m bench.tokens [--smoke]
 """
 
 from __future__ import annotations
 
-import os
-import platform
-import random
-import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Sequence
 
-from compaction.tokens import _message_pieces, count_tokens, get_encoding
-
-_VOCABULARY_TEXT = (
-    "def class return import self value result error test parser config request "
-    "response handler session message token context limit summary compact middle tail "
-    "head file path read write edit update create delete run build deploy fix bug issue "
-    "the a an of to in for on with and or not is are was be this that it if else while "
-    "src/app/models.py src/app/views.py tests/test_views.py README.md pyproject.toml "
-    "ValueError TypeError KeyError AssertionError https://docs.python.org/3/library/json.html"
-)
-_VOCABULARY = tuple(_VOCABULARY_TEXT.split())
-
-
-def _text(rng: random.Random, words: int) -> str:
-    lines = []
-    for start in range(0, words, 12):
-        lines.append(" ".join(rng.choice(_VOCABULARY) for _ in range(min(12, words - start))))
-    return "\n".join(lines)
-
-
-def synthetic_session(message_count: int, target_tokens: int, seed: int = 0) -> list[Any]:
-    """A valid agent session of `message_count` messages and about `target_tokens` tokens.
-
-    Rounds of four messages: a user request, an assistant tool call (Read, Edit or Bash with
-    a path), its tool result (the bulk of the tokens, about one in nine an error), and an
-    assistant reply. One system prompt first.
-    """
-    rng = random.Random(seed)
-    rounds = max(1, (message_count - 1) // 4)
-    # About 1.48 tokens a word for this vocabulary; 80% of a round's tokens in the result.
-    words_per_round = int(target_tokens / rounds / 1.48)
-    result_words = int(words_per_round * 0.8)
-    other_words = max(4, (words_per_round - result_words) // 3)
-    messages: list[Any] = [{"role": "system", "content": "You are a careful coding agent."}]
-    for number in range(rounds):
-        tool_id = f"toolu_{number:06d}"
-        name = ("Read", "Edit", "Bash")[number % 3]
-        path = f"src/pkg_{number % 40}/module_{number % 97}.py"
-        tool_input: dict[str, Any] = (
-            {"command": f"pytest {path} -q"} if name == "Bash" else {"file_path": path}
-        )
-        failed = number % 9 == 0
-        result = _text(rng, result_words)
-        if failed:
-            result = f"Traceback (most recent call last):\n{result}\nValueError: bad {path}"
-        messages += [
-            {"role": "user", "content": f"Step {number}: {_text(rng, other_words)}"},
-            {
-                "role": "assistant",
-                "content": [
-                    {"type": "text", "text": _text(rng, other_words)},
-                    {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input},
-                ],
-            },
-            {
-                "role": "user",
-                "content": [
-                    {
-                        "type": "tool_result",
-                        "tool_use_id": tool_id,
-                        "content": result,
-                        **({"is_error": True} if failed else {}),
-                    }
-                ],
-            },
-            {"role": "assistant", "content": [{"type": "text", "text": _text(rng, other_words)}]},
-        ]
-    return messages
-
-
-def fastest(runs: int, **actions: Callable[[], object]) -> dict[str, float]:
-    """The fastest of `runs` timed calls of each action, interleaved so that load changes
-    on a shared machine hit every action alike; seconds by action name."""
-    times: dict[str, list[float]] = {name: [] for name in actions}
-    for _ in range(runs):
-        for name, action in actions.items():
-            started = time.perf_counter()
-            action()
-            times[name].append(time.perf_counter() - started)
-    return {name: min(values) for name, values in times.items()}
-
+from bench.common import fastest, goal, options, raw_pieces, raw_tiktoken_pass, table
+from bench.histories import synthetic_session
+from compaction.tokens import count_tokens, get_encoding
 
 RUNS = 15
 
 
-def measure(label: str, messages_wanted: int, tokens_wanted: int) -> str:
+def measure(label: str, messages_wanted: int, tokens_wanted: int, runs: int) -> list[object]:
     """One table row: count_tokens against raw tiktoken on the same pieces."""
     encoding = get_encoding()
     history = synthetic_session(messages_wanted, tokens_wanted)
-    pieces = [piece for message in history for piece in _message_pieces(message, "message")[0]]
+    pieces = raw_pieces(history)
     tokens = count_tokens(history)  # also the warm-up: loads the vocabulary
     best = fastest(
-        RUNS,
+        runs,
         ours=lambda: count_tokens(history),
+        loop=raw_tiktoken_pass(pieces),
         batch=lambda: encoding.encode_ordinary_batch(pieces),
-        loop=lambda: sum(len(encoding.encode_ordinary(piece)) for piece in pieces),
     )
-    ours, batch, loop = best["ours"], best["batch"], best["loop"]
-    return (
-        f"| {label} | {len(history):,} | {tokens:,} | {ours * 1000:.0f} ms "
-        f"| {batch * 1000:.0f} ms | {loop * 1000:.0f} ms "
-        f"| {ours / batch:.2f}x | {ours / loop:.2f}x |"
-    )
+    ours, loop, batch = best["ours"], best["loop"], best["batch"]
+    return [
+        label,
+        f"{len(history):,}",
+        f"{tokens:,}",
+        f"{ours * 1000:.0f} ms",
+        f"{loop * 1000:.0f} ms",
+        f"{batch * 1000:.0f} ms",
+        f"{ours / loop:.2f}x",
+        f"{ours / batch:.2f}x",
+    ]
 
 
-def main() -> None:
-    print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+def main(argv: Sequence[str] | None = None) -> None:
+    args = options(__doc__, argv)
+    sizes = (
+        [("20K", 100, 20_000)]
+        if args.smoke
+        else [
+            ("200K", 1_000, 200_000),
+            ("1M", 5_000, 1_000_000),
+        ]
     )
-    print(
-        "| history | messages | tokens | count_tokens | raw batch | raw loop | vs batch | vs loop |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
-    print(measure("200K", 1_000, 200_000))
-    print(measure("1M", 5_000, 1_000_000))
+    runs = 1 if args.smoke else RUNS
+    rows = [measure(label, messages, tokens, runs) for label, messages, tokens in sizes]
+    print("## Token counting: `bench/tokens.py`\n")
+    print(f"`count_tokens` against raw tiktoken on the same pieces; fastest of {runs} runs.\n")
+    headers = ["history", "messages", "tokens", "count_tokens", "raw loop", "raw batch"]
+    print(table([*headers, "vs loop", "vs batch"], rows))
+    print()
+    for row in rows:
+        ratio = float(str(row[6]).rstrip("x"))
+        print(
+            goal(
+                f"count_tokens on {row[0]} / raw tiktoken loop = {ratio:.2f}x (≤ 1.15x)",
+                ratio <= 1.15,
+            )
+        )
+    if not args.smoke:
+        millis = float(str(rows[0][3]).split()[0])
+        print(goal(f"count_tokens on 200K tokens = {millis:.0f} ms (< 500 ms)", millis < 500))
 
 
 if __name__ == "__main__":

@@ -1,31 +1,42 @@
-"""Benchmark: smart_truncate on a synthetic 1M-token agent session (seed 002 §3, §5).
+"""Benchmark: smart_truncate on a synthetic 1M-token agent session (seed 002 §3, §5),
+against one raw tiktoken pass and against langchain-core's `trim_messages`.
 
 The session repeats rounds of: a user request, an assistant Read of a real Django source
 file (numbered like Claude Code's Read output), a Bash call with a test log, and an
-assistant answer, until it holds about 1,000,000 tokens. Prints the time of one
-smart_truncate with the `smart-truncation` preset (50000 tokens, safety factor 1.5) and
-what it did.
+assistant answer, until it holds about 1,000,000 tokens. Goals (issue 14): at most 2.5x one
+raw tiktoken pass over the same texts and at least 2x faster than `trim_messages` (trimmed
+to the tokens smart_truncate keeps). `smart-truncation` preset (50000 tokens, safety factor
+1.5); fastest of 3 interleaved runs, outline cache emptied before each.
 
-Run: .venv/bin/python bench/truncate.py
+Run: .venv/bin/python -m bench.truncate [--smoke]
 """
 
 from __future__ import annotations
 
-import os
-import platform
-import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import django
 
-from compaction import Policy, count_tokens, smart_truncate
+from bench.common import (
+    fastest,
+    goal,
+    langchain_trim,
+    log,
+    options,
+    raw_pieces,
+    raw_tiktoken_pass,
+    table,
+)
+from bench.histories import numbered
+from compaction.folding import outline
+from compaction.policy import Policy
+from compaction.results import TruncateResult
+from compaction.smart_truncate import smart_truncate
+from compaction.tokens import count_tokens
 
-TARGET_TOKENS = 1_000_000
-
-
-def numbered(source: str) -> str:
-    return "\n".join(f"{n:6}→{line}" for n, line in enumerate(source.splitlines(), start=1))
+RUNS = 3
 
 
 def sources() -> list[tuple[str, str]]:
@@ -38,81 +49,120 @@ def sources() -> list[tuple[str, str]]:
     return files
 
 
-def session() -> list[dict[str, Any]]:
+def session(target_tokens: int) -> list[dict[str, Any]]:
     files = sources()
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a careful coding agent."},
     ]
-    log = "\n".join(f"tests/test_{n}.py::test_case PASSED [{n}%]" for n in range(40))
+    log_text = "\n".join(f"tests/test_{n}.py::test_case PASSED [{n}%]" for n in range(40))
     number = 0
     tokens = 0
-    while tokens < TARGET_TOKENS:
+    while tokens < target_tokens:
         path, source = files[number % len(files)]
-        read_id, bash_id = f"toolu_r{number:06d}", f"toolu_b{number:06d}"
-        round_messages: list[dict[str, Any]] = [
-            {"role": "user", "content": f"Step {number}: review {path} and run its tests."},
-            {
-                "role": "assistant",
-                "content": [
-                    {"type": "text", "text": f"Reading {path}."},
-                    {
-                        "type": "tool_use",
-                        "id": read_id,
-                        "name": "Read",
-                        "input": {"file_path": path},
-                    },
-                ],
-            },
-            {
-                "role": "user",
-                "content": [
-                    {"type": "tool_result", "tool_use_id": read_id, "content": numbered(source)}
-                ],
-            },
-            {
-                "role": "assistant",
-                "content": [
-                    {
-                        "type": "tool_use",
-                        "id": bash_id,
-                        "name": "Bash",
-                        "input": {"command": "pytest -q"},
-                    }
-                ],
-            },
-            {
-                "role": "user",
-                "content": [{"type": "tool_result", "tool_use_id": bash_id, "content": log}],
-            },
-            {"role": "assistant", "content": f"Step {number} done: {path} looks fine, tests pass."},
-        ]
+        round_messages = _round(number, path, source, log_text)
         messages.extend(round_messages)
         tokens += count_tokens(round_messages)
         number += 1
     return messages
 
 
-def main() -> None:
-    history = session()
+def _round(number: int, path: str, source: str, log_text: str) -> list[dict[str, Any]]:
+    read_id, bash_id = f"toolu_r{number:06d}", f"toolu_b{number:06d}"
+    return [
+        {"role": "user", "content": f"Step {number}: review {path} and run its tests."},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": f"Reading {path}."},
+                {"type": "tool_use", "id": read_id, "name": "Read", "input": {"file_path": path}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": read_id, "content": numbered(source)}
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": bash_id, "name": "Bash", "input": {"command": "pytest"}}
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": bash_id, "content": log_text}],
+        },
+        {"role": "assistant", "content": f"Step {number} done: {path} looks fine, tests pass."},
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = options(__doc__, argv)
+    history = session(40_000 if args.smoke else 1_000_000)
+    runs = 1 if args.smoke else RUNS
     policy = Policy.preset("smart-truncation")
-    print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    )
-    started = time.perf_counter()
-    result = smart_truncate(history, policy)
-    seconds = time.perf_counter() - started
+    results: list[TruncateResult] = []
+
+    def truncate() -> None:
+        outline.clear_outline_cache()
+        results.append(smart_truncate(history, policy))
+
+    truncate()  # warm-up: grammars, vocabulary
+    log("truncate: timing")
+    best = fastest(runs, raw=raw_tiktoken_pass(raw_pieces(history)), truncate=truncate)
+    result = results[-1]
     detail = result.detail
-    print(f"input: {len(history):,} messages, {result.tokens_before:,} tokens")
+    log("truncate: trim_messages")
+    trimmed = langchain_trim(history, result.tokens_after, runs)
+    seconds, raw = best["truncate"], best["raw"]
+    print("## Smart truncation: `bench/truncate.py`\n")
     print(
-        f"smart_truncate: {seconds:.2f} s -> {len(result.messages):,} messages, "
-        f"{result.tokens_after:,} tokens (after filtering and folding: "
-        f"{detail['tokens_after_filter']:,})"
+        f"`smart_truncate` (`smart-truncation` preset) on {len(history):,} messages, "
+        f"{result.tokens_before:,} tokens; fastest of {runs} runs.\n"
     )
     print(
-        f"removed {detail['removed_tool_calls']:,} tool calls, folded "
-        f"{detail['folded_results']:,} file views, deleted {detail['deleted_messages']:,} "
-        f"messages (batch {detail['batch_size']:,})"
+        table(
+            [
+                "time",
+                "x raw tiktoken pass",
+                "trim_messages",
+                "messages after",
+                "tokens after (after filtering and folding)",
+                "removed tool calls",
+                "folded file views",
+                "deleted messages (batch)",
+            ],
+            [
+                [
+                    f"{seconds * 1000:.0f} ms",
+                    f"{seconds / raw:.2f}x ({raw * 1000:.0f} ms)",
+                    f"{trimmed[0] * 1000:.0f} ms ({trimmed[0] / seconds:.2f}x slower)"
+                    if trimmed
+                    else "-",
+                    f"{len(result.messages):,}",
+                    f"{result.tokens_after:,} ({detail['tokens_after_filter']:,})",
+                    f"{detail['removed_tool_calls']:,}",
+                    f"{detail['folded_results']:,}",
+                    f"{detail['deleted_messages']:,} ({detail['batch_size']:,})",
+                ]
+            ],
+        )
     )
+    print()
+    print(
+        goal(
+            f"smart_truncate / raw tiktoken pass = {seconds / raw:.2f}x (≤ 2.5x)",
+            seconds / raw <= 2.5,
+        )
+    )
+    if trimmed:
+        print(
+            goal(
+                f"trim_messages / smart_truncate = {trimmed[0] / seconds:.2f}x (≥ 2x)",
+                trimmed[0] / seconds >= 2,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -9,14 +9,13 @@ cache emptied: the first view after a change) and warm, and the HTML size.
 
 Goal (issue 6): the session page under 300 ms and under 500 KB.
 
-Run: .venv/bin/python bench/ui.py [--messages 10000] [--compactions 20]
+Run: .venv/bin/python -m bench.ui [--messages 10000] [--compactions 20] [--smoke]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -38,13 +37,16 @@ from django.core.cache import cache  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.test import Client  # noqa: E402
 
-from compaction import ScriptedSummarizer  # noqa: E402
+from bench.common import goal, table  # noqa: E402
+from compaction.summarizers.scripted import ScriptedSummarizer  # noqa: E402
 from sessions_app.models import Compaction, CompactionProfile, Session  # noqa: E402
 from sessions_app.services.compacting import compact_session  # noqa: E402
 from sessions_app.services.sessions import append_messages, create_session  # noqa: E402
 from tests.support.histories import synthetic_history  # noqa: E402
 
 RUNS = 7
+GOAL_MS = 300
+GOAL_KB = 500
 
 
 def build(messages: int, compactions: int) -> Session:
@@ -132,23 +134,19 @@ def timed(client: Client, path: str, *, cold: bool, **headers: Any) -> tuple[flo
     return statistics.median(times), len(response.content)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    global RUNS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--compactions", type=int, default=20)
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="300 messages, 3 compactions")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.messages, args.compactions, RUNS = 300, 3, 1
     call_command("migrate", verbosity=0)
-    print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
-        f"{platform.python_version()}, SQLite, DEBUG={os.environ['DJANGO_DEBUG']}"
-    )
     started = time.perf_counter()
     session = build(args.messages, args.compactions)
-    print(
-        f"built: {session.message_count} messages, {session.compaction_count} compactions, "
-        f"{session.history_tokens} history tokens, {session.context_tokens} runtime tokens "
-        f"in {time.perf_counter() - started:.1f} s"
-    )
+    built = time.perf_counter() - started
     client = Client()
     client.force_login(session.owner)
     base = f"/sessions/{session.pk}/"
@@ -157,7 +155,7 @@ def main() -> None:
     oldest = session.compactions.order_by("number").first()
     assert newest is not None
     assert oldest is not None
-    rows = [
+    pages = [
         ("session page (full)", base, {}),
         ("history tab (htmx)", f"{base}tabs/history/", htmx),
         ("now vs before tab (htmx)", f"{base}tabs/compare/", htmx),
@@ -176,27 +174,49 @@ def main() -> None:
         (f"marker #{newest.number} summary", f"{base}compactions/{newest.number}/summary/", htmx),
         ("sessions list", "/", {}),
     ]
-    report(client, rows)
+    rows = measure(client, "nested", pages)
     flat = build_flat(session.owner, args.messages, args.compactions)
-    print(f"\nimported-style: {flat.message_count} messages, {args.compactions} disjoint markers")
     flat_base = f"/sessions/{flat.pk}/"
-    report(
+    middle = max(1, args.compactions // 2)
+    rows += measure(
         client,
+        "imported-style",
         [
             ("session page (full)", flat_base, {}),
             ("now vs before tab (htmx)", f"{flat_base}tabs/compare/", htmx),
-            ("marker #10 originals", f"{flat_base}compactions/10/originals/", htmx),
+            (f"marker #{middle} originals", f"{flat_base}compactions/{middle}/originals/", htmx),
         ],
     )
+    print("## Session page: `bench/ui.py`\n")
+    print(
+        f"Nested: {session.message_count:,} messages, {session.compaction_count} nested "
+        f"compactions, {session.history_tokens:,} history tokens (built in {built:.0f} s); "
+        f"imported-style: {flat.message_count:,} messages, {args.compactions} disjoint markers. "
+        f"SQLite, DEBUG={os.environ['DJANGO_DEBUG']}; median of {RUNS} requests.\n"
+    )
+    print(table(["session", "page", "cold ms", "warm ms", "KB"], rows))
+    print()
+    for label, page, cold, _, kilobytes in rows:
+        if page == "session page (full)":
+            print(
+                goal(
+                    f"{label} session page cold = {cold} ms, {kilobytes} KB "
+                    f"(< {GOAL_MS} ms, < {GOAL_KB} KB)",
+                    float(cold) < GOAL_MS and float(kilobytes) < GOAL_KB,
+                )
+            )
 
 
-def report(client: Client, rows: list[tuple[str, str, dict[str, str]]]) -> None:
-    """Time each page cold and warm; print a table."""
-    print(f"{'page (median of ' + str(RUNS) + ')':40} {'cold ms':>9} {'warm ms':>9} {'KB':>8}")
-    for label, path, headers in rows:
+def measure(
+    client: Client, label: str, pages: list[tuple[str, str, dict[str, str]]]
+) -> list[list[str]]:
+    """Each page timed cold and warm: table rows."""
+    rows = []
+    for page, path, headers in pages:
         cold, size = timed(client, path, cold=True, **headers)
         warm, _ = timed(client, path, cold=False, **headers)
-        print(f"{label:40} {cold:9.1f} {warm:9.1f} {size / 1024:8.1f}")
+        rows.append([label, page, f"{cold:.1f}", f"{warm:.1f}", f"{size / 1024:.1f}"])
+    return rows
 
 
 if __name__ == "__main__":

@@ -80,6 +80,7 @@ from .summarizers import (
 )
 from .tokens import (
     compact_json,
+    configure,
     count_tokens,
     get_encoding,
     message_token_counts,
@@ -133,6 +134,7 @@ __all__ = [
     "blocks_of",
     "compact_json",
     "compact_messages",
+    "configure",
     "count_tokens",
     "ensure_valid",
     "errors",

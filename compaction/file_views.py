@@ -15,12 +15,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from .folding import SourceFile
+from .folding import SourceFile, fold_views
 from .messages import blocks_of
 from .policy import Policy
 
 __all__ = [
     "PATH_KEYS",
+    "file_view_outlines",
     "file_view_path",
     "file_view_sources",
     "result_text",
@@ -102,3 +103,41 @@ def file_view_sources(
                     files.append(SourceFile(viewed, source, first_line))
         asked = paths
     return files
+
+
+def file_view_outlines(
+    messages: Sequence[Mapping[str, Any]],
+    policy: Policy | None = None,
+    token_counts: Sequence[int] | None = None,
+) -> str:
+    """The folded outlines of the files viewed in `messages`, for a summary (seed 002 §2.5).
+
+    A file (or slice of one) viewed more than once is folded once, as last seen; an outline
+    no smaller than its source is left out; together they are held to `fold_max_tokens`
+    (`folding.fold_views`). `token_counts` (one per message, e.g. cached) spares counting a
+    source again when it is the whole text of a result alone in its message.
+    """
+    policy = policy or Policy()
+    latest: dict[tuple[str, int], SourceFile] = {}
+    for source in file_view_sources(messages, policy):
+        latest.pop((source.path, source.first_line), None)
+        latest[(source.path, source.first_line)] = source
+    known = _lone_result_counts(messages, token_counts) if token_counts is not None else {}
+    files = list(latest.values())
+    return fold_views(files, policy, [known.get(id(file.source)) for file in files])
+
+
+def _lone_result_counts(
+    messages: Sequence[Mapping[str, Any]], token_counts: Sequence[int]
+) -> dict[int, int]:
+    """Message count by the identity of its text, for messages holding one tool_result of
+    string content: that count is the text's own (a source kept unchanged is that object)."""
+    counts: dict[int, int] = {}
+    for message, count in zip(messages, token_counts, strict=True):
+        content = message.get("content")
+        if isinstance(content, list) and len(content) == 1 and isinstance(content[0], Mapping):
+            block = content[0]
+            text = block.get("content")
+            if block.get("type") == "tool_result" and isinstance(text, str):
+                counts[id(text)] = count
+    return counts

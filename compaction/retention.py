@@ -15,12 +15,19 @@
 
 `measure_recall` says which of them still appear verbatim in a (compacted) history's text,
 tool inputs included.
+
+Both run on every compaction over the whole middle, so each regex runs only on texts that
+hold its required literal (a `/` for paths, `://` for URLs, ...), and recall first rules out
+identifiers whose whitespace-delimited words the text lacks before searching for the rest.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
+from functools import cached_property
+from itertools import accumulate
 from typing import Any, Final
 
 from .messages import blocks_of, message_text, starts_round
@@ -44,6 +51,9 @@ _NOT_ERROR: Final = re.compile(
     r"^\s*(?:\d+(?:→|\t)|(?:raise|except|throw|catch|class|def|import|from)\b|#|//)"
 )
 _GENERIC_TRACEBACK: Final = "Traceback (most recent call last):"
+#: A literal each match of `_ERROR` contains.
+_ERROR_WORDS: Final = ("Error", "Exception", "Traceback", "FAILED", "failed", "error:")
+_ERROR_HINT: Final = re.compile("|".join(_ERROR_WORDS))
 _TODO: Final = re.compile(r"^\s*(?:[-*]\s+\[ \]\s+\S.*|.*\bTODO:\s*\S.*)$", re.MULTILINE)
 _OPEN_STATUSES: Final = frozenset({"pending", "in_progress"})
 
@@ -74,8 +84,81 @@ def measure_recall(
     if not identifiers:
         return 1.0, []
     haystack = "\n".join(_searchable_texts(messages))
-    missing = [identifier for identifier in identifiers if identifier not in haystack]
+    words = _Words(haystack)
+    missing = [identifier for identifier in identifiers if not words.holds(identifier)]
     return (len(identifiers) - len(missing)) / len(identifiers), missing
+
+
+class _Words:
+    """The whitespace-delimited words of a text, to rule out absent identifiers cheaply.
+
+    Where an identifier occurs, each of its words with whitespace on both sides inside the
+    identifier is a whole word of the text, and three such words in a row are three words
+    in a row of the text; a word with whitespace only before it starts a word of the text,
+    one with whitespace only after it ends one. An identifier of one word (a path, a URL)
+    lies inside one word of the text, so it is searched among the text's words that hold
+    its `/` or `.` only.
+    """
+
+    AFFIX: Final = 4
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.words = text.split()
+        self.whole = set(self.words)
+        self._holding: dict[str, str] = {}
+
+    @cached_property
+    def triples(self) -> set[tuple[str, str, str]]:
+        return set(zip(self.words, self.words[1:], self.words[2:], strict=False))
+
+    @cached_property
+    def starts(self) -> set[str]:
+        return {word[: self.AFFIX] for word in self.whole if len(word) >= self.AFFIX}
+
+    @cached_property
+    def ends(self) -> set[str]:
+        return {word[-self.AFFIX :] for word in self.whole if len(word) >= self.AFFIX}
+
+    def holds(self, identifier: str) -> bool:
+        """True when `identifier` occurs verbatim in the text."""
+        parts = identifier.split()
+        if len(parts) == 1 and len(parts[0]) == len(identifier):
+            for mark in ("/", "."):
+                if mark in identifier:
+                    return identifier in self._words_holding(mark)
+            return identifier in self.text
+        return self._may_hold(identifier, parts) and identifier in self.text
+
+    def _words_holding(self, mark: str) -> str:
+        """The distinct words that hold `mark`, one a line."""
+        if mark not in self._holding:
+            self._holding[mark] = "\n".join({word for word in self.whole if mark in word})
+        return self._holding[mark]
+
+    def _may_hold(self, identifier: str, parts: list[str]) -> bool:
+        """False only when `identifier` (split into `parts`) cannot occur in the text."""
+        if not parts:
+            return True
+        first = 0 if identifier[0].isspace() else 1
+        last = len(parts) if identifier[-1].isspace() else len(parts) - 1
+        bounded = parts[first:last]  # whitespace on both sides
+        if len(bounded) >= 3:  # each word is in a triple: checking the triples is enough
+            triples = self.triples
+            for index in range(len(bounded) - 2):
+                if (bounded[index], bounded[index + 1], bounded[index + 2]) not in triples:
+                    return False
+        elif any(part not in self.whole for part in bounded):
+            return False
+        if first == 1 and len(parts) > 1 and not self._ends_a_word(parts[0]):
+            return False
+        return not (last < len(parts) and len(parts) > 1 and not self._starts_a_word(parts[-1]))
+
+    def _ends_a_word(self, part: str) -> bool:
+        return len(part) < self.AFFIX or part[-self.AFFIX :] in self.ends
+
+    def _starts_a_word(self, part: str) -> bool:
+        return len(part) < self.AFFIX or part[: self.AFFIX] in self.starts
 
 
 def _message_identifiers(
@@ -111,32 +194,62 @@ def _message_identifiers(
 
 
 def _references(text: str) -> Iterator[str]:
-    """URLs first, then the paths in what is left of the text."""
-    for match in _URL.finditer(text):
-        yield match.group().rstrip(".,;:!?")
-    rest = _URL.sub(" ", text)
-    for match in _PATH.finditer(rest):
-        path = match.group().rstrip(".,;:!?")
-        if path.startswith(("/", "./", "../", "~/")) or _EXTENSION.search(path):
-            yield path
-    for match in _BARE_FILE.finditer(rest):
-        yield match.group()
+    """URLs first, then the paths in what is left of the text.
+
+    Each pattern needs a literal (`://`, `/`, `.`): texts without it skip that pattern. A
+    path holds no whitespace and its pattern looks behind for a non-space, so matching
+    each whitespace-delimited word that holds the literal finds the same paths, in order,
+    without scanning the words that cannot hold one; a repeated word only repeats what its
+    first occurrence found, and `extract_identifiers` keeps first occurrences only."""
+    rest = text
+    if "://" in text:
+        for match in _URL.finditer(text):
+            yield match.group().rstrip(".,;:!?")
+        rest = _URL.sub(" ", text)
+    # A word seen earlier in the text yields nothing new (identifiers are deduplicated).
+    words = list(dict.fromkeys(rest.split())) if "/" in rest or "." in rest else []
+    for word in [word for word in words if "/" in word]:
+        for match in _PATH.finditer(word):
+            path = match.group().rstrip(".,;:!?")
+            if path.startswith(("/", "./", "../", "~/")) or _EXTENSION.search(path):
+                yield path
+    for word in [word for word in words if "." in word]:
+        for match in _BARE_FILE.finditer(word):
+            yield match.group()
 
 
 def _error_lines(text: str) -> Iterator[str]:
+    """Up to 3 error lines, in order. Every match of the error pattern holds one of
+    `_ERROR_WORDS`, so only the lines holding one are tested, found with plain substring
+    searches first and a literal-only pattern next (both much faster than the pattern)."""
+    if not any(word in text for word in _ERROR_WORDS):
+        return
+    lines: list[str] = []
+    ends: list[int] = []
     taken = 0
-    for line in text.splitlines():
-        if taken == _ERRORS_PER_BLOCK:
-            return
+    previous = -1
+    for hint in _ERROR_HINT.finditer(text):
+        if not lines:
+            lines = text.splitlines()
+            ends = list(accumulate(len(line) for line in text.splitlines(keepends=True)))
+        index = bisect_right(ends, hint.start())
+        if index == previous:
+            continue
+        previous = index
+        line = lines[index]
         stripped = line.strip()
         if stripped == _GENERIC_TRACEBACK or _NOT_ERROR.match(line):
             continue
         if _ERROR.search(stripped):
-            taken += 1
             yield stripped[:_MAX_LINE]
+            taken += 1
+            if taken == _ERRORS_PER_BLOCK:
+                return
 
 
 def _todos(text: str) -> Iterator[str]:
+    if "[ ]" not in text and "TODO:" not in text:  # the pattern's two literals
+        return
     for match in _TODO.finditer(text):
         yield match.group().strip()[:_MAX_LINE]
 

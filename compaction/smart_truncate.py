@@ -199,8 +199,15 @@ class _Work:
         return _Fold(index, tool_id, path, result, folded.text, folded.tokens)
 
     def _apply_smaller_folds(self, candidates: list[_Fold]) -> None:
-        originals: list[Message] = [{"role": "user", "content": [c.result]} for c in candidates]
-        before = message_token_counts(originals, self.policy.encoding) if originals else []
+        # A result alone in its message has that message's count: no second encode of it.
+        alone = [self.original[c.index].get("content") == [c.result] for c in candidates]
+        recount = [c for c, known in zip(candidates, alone, strict=True) if not known]
+        originals: list[Message] = [{"role": "user", "content": [c.result]} for c in recount]
+        counted = iter(message_token_counts(originals, self.policy.encoding))
+        before = [
+            self.counts[c.index] if known else next(counted)
+            for c, known in zip(candidates, alone, strict=True)
+        ]
         for candidate, old_tokens in zip(candidates, before, strict=True):
             message = self.message(candidate.index)
             if candidate.tokens >= old_tokens or message is None:

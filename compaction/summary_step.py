@@ -23,8 +23,7 @@ from typing import Any
 
 from .clock import Clock
 from .errors import SummaryError
-from .file_views import file_view_sources
-from .folding import SourceFile, fold
+from .file_views import file_view_outlines
 from .messages import SUMMARY_KEY, Message, is_summary_message, make_summary_message
 from .partition import split_points
 from .policy import Policy
@@ -34,7 +33,6 @@ from .retention import extract_identifiers, measure_recall
 from .run_state import ContextState, StepFailure
 from .summarizers.base import Summarizer, SummaryRequest
 from .time_budget import TimeBudget
-from .tokens import count_text_tokens
 
 __all__ = ["SummaryOutcome", "SummaryStep", "summarizer_name"]
 
@@ -112,7 +110,8 @@ class SummaryStep:
                 "summary", ran=True, why=f"failed: {error.reason}", before=state.tokens
             )
             raise StepFailure(error.reason, error.detail) from error
-        outlines = self.file_outlines(parts.middle)
+        known = {id(m): c for m, c in zip(snapshot.messages, snapshot.counts, strict=True)}
+        outlines = self.file_outlines(parts.middle, [known[id(m)] for m in parts.middle])
         outcome = self.retention_check(state, request, self.assemble(state, parts, text, outlines))
         new = outcome.state
         if new.tokens >= snapshot.tokens:
@@ -233,30 +232,15 @@ class SummaryStep:
         second_recall, _ = measure_recall(identifiers, second.state.messages)
         return replace(second, recall=second_recall) if second_recall > recall else first
 
-    def file_outlines(self, middle: Sequence[Message]) -> str:
+    def file_outlines(self, middle: Sequence[Message], counts: Sequence[int]) -> str:
         """The folded outlines of the files viewed in `middle` (seed 002 §2.5), or "".
 
-        A file (or slice of one) viewed more than once is folded as last seen; an outline
-        no smaller than its source is left out (as in smart truncation); together they are
-        held to `fold_max_tokens`. Folding is an extra: if it fails, the summary goes
+        `counts` are the middle's per-message token counts. See
+        `file_views.file_view_outlines`. Folding is an extra: if it fails, the summary goes
         without it.
         """
-        latest: dict[tuple[str, int], SourceFile] = {}
-        for source in file_view_sources(middle, self.policy):
-            latest.pop((source.path, source.first_line), None)
-            latest[(source.path, source.first_line)] = source
-        encoding = self.policy.encoding
         try:
-            kept = [
-                (file, folded)
-                for file in latest.values()
-                if file.source.strip()
-                for folded in [fold([file], policy=self.policy)]
-                if folded.tokens < count_text_tokens(file.source, encoding)
-            ]
-            if sum(folded.tokens for _, folded in kept) <= self.policy.fold_max_tokens:
-                return "\n".join(folded.text for _, folded in kept)
-            return fold([file for file, _ in kept], policy=self.policy).text
+            return file_view_outlines(middle, self.policy, counts)
         except Exception:
             logger.exception(
                 "folding the middle's file views failed", extra=self.report.log_fields()

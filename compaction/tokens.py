@@ -3,6 +3,12 @@
 The vocabularies come from the `bpe-openai` wheel (gzipped official files), are unpacked
 once into a cache folder and loaded through `tiktoken.load.load_tiktoken_bpe` with
 tiktoken's own expected hashes, so no network is needed and integrity is still checked.
+The folder is the system temp dir's `ctxweb-tiktoken` unless `configure(tiktoken_dir=...)`
+names another one: the engine reads no environment variable or application setting.
+
+Counting encodes one piece at a time (`encode_ordinary`), never through tiktoken's thread
+pool: on a small shared machine the pool's start-up and hand-offs cost more than they save
+(bench/tokens.py measures both).
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -29,7 +35,9 @@ __all__ = [
     "DEFAULT_ENCODING",
     "ENCODINGS",
     "IMAGE_TOKENS",
+    "configure",
     "count_text_tokens",
+    "count_text_tokens_each",
     "count_tokens",
     "get_encoding",
     "message_token_counts",
@@ -92,9 +100,23 @@ ENCODINGS: Final[Mapping[str, _EncodingSource]] = {
 IMAGE_TOKENS: Final = 1600
 
 
+_configured_dir: Path | None = None
+
+
+def configure(*, tiktoken_dir: str | os.PathLike[str] | None = None) -> None:
+    """Set where the vocabularies are unpacked; None (or "") restores the default folder.
+
+    An application calls this once at start-up, before the first count; encodings already
+    loaded in this process stay loaded.
+    """
+    global _configured_dir
+    _configured_dir = Path(tiktoken_dir) if tiktoken_dir else None
+
+
 def _vocabulary_cache_dir() -> Path:
-    configured = os.environ.get("CTXWEB_TIKTOKEN_DIR")
-    return Path(configured) if configured else Path(tempfile.gettempdir()) / "ctxweb-tiktoken"
+    if _configured_dir is not None:
+        return _configured_dir
+    return Path(tempfile.gettempdir()) / "ctxweb-tiktoken"
 
 
 def _unpacked_vocabulary(file_name: str) -> str:
@@ -137,15 +159,19 @@ def count_text_tokens(text: str, encoding: str | None = None) -> int:
     return len(get_encoding(encoding).encode_ordinary(text))
 
 
+def count_text_tokens_each(texts: Iterable[str], encoding: str | None = None) -> list[int]:
+    """Tokens of each string, in order: one plain loop, no thread pool (module doc)."""
+    encode = get_encoding(encoding).encode_ordinary
+    return [len(encode(text)) if text else 0 for text in texts]
+
+
 def message_tokens(message: Mapping[str, Any], encoding: str | None = None) -> int:
     """Tokens of one message's content: the count the web app caches per message.
 
     Raises InvalidMessagesError when `message` is not a mapping. Counting is otherwise
     lenient: unknown block types are skipped with a warning (seed 002 §1.1).
     """
-    pieces, fixed = _message_pieces(message, "message")
-    encode = get_encoding(encoding).encode_ordinary
-    return fixed + sum(len(encode(piece)) for piece in pieces)
+    return _message_count(message, get_encoding(encoding).encode_ordinary, "message")
 
 
 def message_token_counts(
@@ -153,17 +179,14 @@ def message_token_counts(
 ) -> list[int]:
     """Tokens of each message, in order.
 
-    One `encode_ordinary` per piece: on 2 shared cores this measured about twice as fast as
-    tiktoken's threaded `encode_ordinary_batch` (bench/tokens.py). Raises
-    InvalidMessagesError when `messages` is not a list of mappings.
+    One `encode_ordinary` per piece (module doc). Raises InvalidMessagesError when
+    `messages` is not a list of mappings.
     """
     _check_list(messages)
     encode = get_encoding(encoding).encode_ordinary
-    counts = []
-    for index, message in enumerate(messages):
-        pieces, fixed = _message_pieces(message, f"messages[{index}]")
-        counts.append(fixed + sum(len(encode(piece)) for piece in pieces))
-    return counts
+    return [
+        _message_count(message, encode, "messages", index) for index, message in enumerate(messages)
+    ]
 
 
 def count_tokens(messages: Sequence[Mapping[str, Any]], *, encoding: str | None = None) -> int:
@@ -182,8 +205,46 @@ def _check_list(messages: Any) -> None:
         raise InvalidMessagesError([Problem("messages", "must be a list of messages")])
 
 
+_Encode = Callable[[str], list[int]]
+
+
+def _message_count(message: Any, encode: _Encode, path: str, index: int | None = None) -> int:
+    """Tokens of one message; the common shapes (string content, plain dict blocks) take the
+    shortest path, since this runs for every message of every history counted."""
+    if type(message) is not dict and not isinstance(message, Mapping):
+        where = path if index is None else f"{path}[{index}]"
+        raise InvalidMessagesError([Problem(where, "must be an object with role and content")])
+    content = message.get("content")
+    if isinstance(content, str):
+        return len(encode(content)) if content else 0
+    if not isinstance(content, list):
+        return 0
+    return _blocks_count(content, encode)
+
+
+def _blocks_count(blocks: Iterable[Any], encode: _Encode) -> int:
+    total = 0
+    for block in blocks:
+        is_mapping = type(block) is dict or isinstance(block, Mapping)
+        kind = block.get("type") if is_mapping else None
+        if kind == "text":
+            text = block.get("text")
+            total += len(encode(text if isinstance(text, str) else str(text))) if text else 0
+        elif kind == "tool_result":
+            content = block.get("content")
+            if isinstance(content, str):
+                total += len(encode(content)) if content else 0
+            elif isinstance(content, list):
+                total += _blocks_count(content, encode)
+        else:
+            for piece in _block_pieces((block,)):
+                total += piece if isinstance(piece, int) else (len(encode(piece)) if piece else 0)
+    return total
+
+
 def _message_pieces(message: Any, path: str) -> tuple[list[str], int]:
-    """The texts to encode for a message, and the fixed-estimate tokens it also carries."""
+    """The texts to encode for a message, and the fixed-estimate tokens it also carries
+    (what `_message_count` counts; bench/tokens.py encodes these pieces as the baseline)."""
     if not isinstance(message, Mapping):
         raise InvalidMessagesError([Problem(path, "must be an object with role and content")])
     content = message.get("content")

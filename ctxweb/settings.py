@@ -243,6 +243,8 @@ if not DEBUG:
 CTXWEB_MAX_BODY_BYTES = int(os.environ.get("CTXWEB_MAX_BODY_BYTES", str(20 * 1024 * 1024)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = CTXWEB_MAX_BODY_BYTES + 1024 * 1024
 CTXWEB_TOKEN_ENCODING = os.environ.get("CTXWEB_TOKEN_ENCODING", "o200k_base")
+# Where the tiktoken vocabularies are unpacked ("": the system temp dir's ctxweb-tiktoken).
+CTXWEB_TIKTOKEN_DIR = os.environ.get("CTXWEB_TIKTOKEN_DIR", "")
 CTXWEB_SUMMARY_MODEL = os.environ.get("CTXWEB_SUMMARY_MODEL", "")
 ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
 ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")

@@ -14,6 +14,10 @@ class SessionsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        import compaction
+
+        # The engine reads no settings: it is told where the tiktoken vocabularies live.
+        compaction.configure(tiktoken_dir=settings.CTXWEB_TIKTOKEN_DIR or None)
         post_migrate.connect(create_cache_table, sender=self)
 
 

@@ -19,6 +19,8 @@ from django.db import models
 
 from compaction import Policy
 
+from .jsontext import JSONTextField
+
 _ratio = [MinValueValidator(0.0), MaxValueValidator(1.0)]
 
 
@@ -206,7 +208,7 @@ class Message(models.Model):
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
     seq = models.PositiveIntegerField()
     role = models.CharField(max_length=16)
-    content = models.JSONField()
+    content = JSONTextField()  # read back as text by the context API (jsontext.py)
     extra = models.JSONField(default=dict, blank=True, help_text="Keys passed through untouched.")
     token_count = models.PositiveIntegerField(default=0)
     original_id = models.CharField(max_length=200, blank=True)
@@ -307,7 +309,7 @@ class ContextEntry(models.Model):
         Compaction, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
     )
     role = models.CharField(max_length=16)
-    content = models.JSONField(null=True, blank=True, help_text="Null: the message's content.")
+    content = JSONTextField(null=True, blank=True, help_text="Null: the message's content.")
     extra = models.JSONField(default=dict, blank=True)
     token_count = models.PositiveIntegerField(default=0)
 

@@ -19,18 +19,20 @@ outline of definition lines (Markdown: its headings) or, failing that, their fir
 
 The whole output is held to `policy.fold_max_tokens` (see `budget`): counted once; when over,
 a seeded random batch of outline lines is dropped in one go and the result counted once more.
+`fold_views` folds the files a summary shows (seed 002 §2.5), each on its own first.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidFilesError, Problem
 from ..policy import Policy
+from ..tokens import count_text_tokens_each
 from .budget import TokenMeter, plan_drops
 from .languages import LANGUAGES, LanguageSpec, language_for_path
 from .outline import Entry, outline_entries, outline_lines
@@ -43,6 +45,7 @@ __all__ = [
     "fold",
     "fold_file",
     "fold_files",
+    "fold_views",
     "language_for_path",
 ]
 
@@ -220,3 +223,79 @@ def _render(files: list[_FoldedFile], drop: frozenset[int]) -> str:
         body = "\n".join([file.header, *kept])
         blocks.append(f"<system-reminder>\n{body}\n</system-reminder>")
     return "\n".join(blocks)
+
+
+# The files of a summary ---------------------------------------------------------------------
+
+
+@dataclass
+class _Counted:
+    """One file's outline, the tokens of its pieces, and its own fold's text and tokens."""
+
+    folded: _FoldedFile
+    fixed: int
+    lines: list[int]
+    text: str = ""
+    tokens: int = 0
+
+
+def fold_views(
+    files: Sequence[SourceFile], policy: Policy, source_tokens: Sequence[int | None] | None = None
+) -> str:
+    """The folded outlines of a summary's files; "" when none is kept.
+
+    Each file is folded on its own, as `fold([file])` would; an outline no smaller than its
+    source is left out; when the rest together exceed `policy.fold_max_tokens`, they are
+    folded together, as `fold(kept)` would. Same text as those calls, but each outline is
+    made once and each piece counted once: the joint fold reuses the per-file counts, and
+    only a text that lost lines to the budget is counted again. `source_tokens` gives each
+    file's source tokens when they are known already (None: count that source).
+    """
+    known = list(source_tokens) if source_tokens is not None else [None] * len(files)
+    chosen = [(f, k) for f, k in zip(files, known, strict=True) if f.source.strip()]
+    if not chosen:
+        return ""
+    meter = TokenMeter(policy.encoding)
+    counted = _count_pieces([_FoldedFile.of(f, policy) for f, _ in chosen], meter)
+    _fold_each(counted, policy, meter)
+    unknown = [f.source for f, k in chosen if k is None]
+    fresh = iter(count_text_tokens_each(unknown, policy.encoding))
+    totals = [k if k is not None else next(fresh) for _, k in chosen]
+    kept = [c for c, total in zip(counted, totals, strict=True) if c.tokens < total]
+    if sum(c.tokens for c in kept) <= policy.fold_max_tokens:
+        return "\n".join(c.text for c in kept)
+    lines = [tokens for c in kept for tokens in c.lines]
+    fixed = sum(c.fixed for c in kept)
+    plan = plan_drops(lines, fixed, policy.fold_max_tokens, policy.fold_seed)
+    return _render([c.folded for c in kept], plan.drop)
+
+
+def _count_pieces(folded: list[_FoldedFile], meter: TokenMeter) -> list[_Counted]:
+    """Every header, closing tag and outline line of every file, counted in one pass."""
+    pieces: list[str] = []
+    spans: list[tuple[int, int, int]] = []  # (first piece, fixed pieces, line pieces)
+    for file in folded:
+        fixed = file.fixed_pieces()
+        spans.append((len(pieces), len(fixed), len(file.lines)))
+        pieces += fixed + [f"{line}\n" for line in file.lines]
+    counts = meter.count(pieces)
+    counted = []
+    for file, (start, fixed_count, line_count) in zip(folded, spans, strict=True):
+        middle = start + fixed_count
+        lines = counts[middle : middle + line_count]
+        counted.append(_Counted(file, sum(counts[start:middle]), lines))
+    return counted
+
+
+def _fold_each(counted: list[_Counted], policy: Policy, meter: TokenMeter) -> None:
+    """Each file's own fold; the ones that lost lines to the budget are counted again."""
+    over: list[_Counted] = []
+    for item in counted:
+        plan = plan_drops(item.lines, item.fixed, policy.fold_max_tokens, policy.fold_seed)
+        item.text = _render([item.folded], plan.drop)
+        item.tokens = item.fixed + sum(item.lines)
+        if plan.drop:
+            over.append(item)
+    if over:
+        for item, tokens in zip(over, meter.count([i.text for i in over]), strict=True):
+            item.tokens = tokens

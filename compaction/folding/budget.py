@@ -13,13 +13,15 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..tokens import get_encoding
+from ..tokens import count_text_tokens_each
 
 __all__ = ["BudgetPlan", "TokenMeter", "plan_drops"]
 
 
 class TokenMeter:
-    """Counts tokens with tiktoken, one batched encode per call, and counts those passes."""
+    """Counts tokens with tiktoken, one pass over a list of texts per call, and counts those
+    passes. A pass is a plain loop: a fold counts a few short lines per file, far too little
+    for tiktoken's thread pool to pay for starting and feeding its threads."""
 
     def __init__(self, encoding: str | None = None) -> None:
         self.encoding = encoding
@@ -28,8 +30,7 @@ class TokenMeter:
     def count(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text, in one tiktoken pass."""
         self.passes += 1
-        encoded = get_encoding(self.encoding).encode_ordinary_batch(list(texts))
-        return [len(tokens) for tokens in encoded]
+        return count_text_tokens_each(texts, self.encoding)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
 """Outlines: the class, interface and function names of a file, as sections and lines.
 
 `outline_entries` walks a tree-sitter tree (or, for unknown languages, matches definition
-lines with a regex) and returns the entries in source order. `outline_lines` renders them in
+lines with a regex) and returns the entries in source order. Outlines are cached by content
+(a hash of the source, per language), so a file folded again, in the same compaction or a
+later one, is not parsed again. `outline_lines` renders them in
 minimal mode (seed 002 §2.1, §2.4): a class or interface is one line with its line range,
 its body never shown; runs of function names are merged onto one line with the run's line
 range, and a run is broken by a class or interface and when it would span more than
@@ -10,7 +12,10 @@ range, and a run is broken by a class or interface and when it would span more t
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -19,7 +24,7 @@ import tree_sitter
 
 from .languages import LanguageSpec, language_for_path, parser_for
 
-__all__ = ["Entry", "outline_entries", "outline_lines"]
+__all__ = ["Entry", "clear_outline_cache", "outline_entries", "outline_lines"]
 
 EntryKind = Literal["container", "function", "excerpt"]
 
@@ -39,18 +44,66 @@ class Entry:
 def outline_entries(path: str, source: str, *, first_line: int = 1) -> list[Entry]:
     """The entries of `source` in source order; line numbers start at `first_line`."""
     spec = language_for_path(path)
-    entries: list[Entry] = []
-    if spec is not None:
-        tree = parser_for(spec).parse(source.encode("utf-8", errors="surrogatepass"))
-        entries = list(_walk(tree.root_node, spec))
-    if not entries:
-        entries = _regex_entries(source, markdown=path.lower().endswith((".md", ".markdown")))
+    markdown = path.lower().endswith((".md", ".markdown"))
+    entries = _cache.entries(spec, markdown, source)
     offset = first_line - 1
     if offset:
-        entries = [
-            Entry(e.kind, e.label, e.name, e.start + offset, e.end + offset) for e in entries
-        ]
+        return [Entry(e.kind, e.label, e.name, e.start + offset, e.end + offset) for e in entries]
+    return list(entries)
+
+
+def clear_outline_cache() -> None:
+    """Forget every cached outline of this process (benchmarks measure cold folds)."""
+    _cache.clear()
+
+
+def _parse(spec: LanguageSpec, data: bytes) -> tree_sitter.Tree:
+    return parser_for(spec).parse(data)
+
+
+def _outline(spec: LanguageSpec | None, markdown: bool, source: str, data: bytes) -> list[Entry]:
+    """The offset-free entries: tree-sitter's, else the regex fallback's."""
+    entries: list[Entry] = []
+    if spec is not None:
+        entries = list(_walk(_parse(spec, data).root_node, spec))
+    if not entries:
+        entries = _regex_entries(source, markdown=markdown)
     return entries
+
+
+class _OutlineCache:
+    """Offset-free outlines by (language, Markdown or not, content hash), least recently used
+    out first. Thread-safe; a miss parses outside the lock."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[tuple[str, bool, bytes], tuple[Entry, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def entries(self, spec: LanguageSpec | None, markdown: bool, source: str) -> tuple[Entry, ...]:
+        data = source.encode("utf-8", errors="surrogatepass")
+        key = (spec.name if spec else "", markdown, hashlib.blake2b(data, digest_size=20).digest())
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+                return found
+        entries = tuple(_outline(spec, markdown, source, data))
+        with self._lock:
+            self._items[key] = entries
+            self._items.move_to_end(key)
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+        return entries
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+#: A few thousand files: more than one compaction's middle views in practice, at a few KB
+#: of names each.
+_cache: Final = _OutlineCache(capacity=4096)
 
 
 def outline_lines(

@@ -106,3 +106,121 @@ def test_file_view_sources_pairs_calls_with_results() -> None:
         },
     ]
     assert file_view_sources(messages) == [SourceFile("a.py", "def a(): pass\n", 7)]
+
+
+# Outlines for a summary: each distinct file folded once (issue 14) ------------------------
+
+import tiktoken  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from compaction import compact_messages  # noqa: E402
+from compaction.file_views import file_view_outlines  # noqa: E402
+from compaction.folding import fold, fold_views, outline  # noqa: E402
+from compaction.messages import message_text  # noqa: E402
+from compaction.summarizers.scripted import ScriptedSummarizer  # noqa: E402
+from compaction.tokens import count_text_tokens  # noqa: E402
+
+
+def module_source(number: int, functions: int) -> str:
+    return f"class Model{number}:\n    pass\n\n\n" + "".join(
+        f"def helper_{number}_{i}():\n    return {i}\n\n\n" for i in range(functions)
+    )
+
+
+def reference_outlines(files: list[SourceFile], policy: Policy) -> str:
+    """The summary's outlines as first written: fold each file, then all kept files again."""
+    kept = [
+        (file, folded)
+        for file in files
+        if file.source.strip()
+        for folded in [fold([file], policy=policy)]
+        if folded.tokens < count_text_tokens(file.source)
+    ]
+    if sum(folded.tokens for _, folded in kept) <= policy.fold_max_tokens:
+        return "\n".join(folded.text for _, folded in kept)
+    return fold([file for file, _ in kept], policy=policy).text
+
+
+_FILES = st.lists(
+    st.builds(
+        lambda n, k, line: SourceFile(f"pkg/m{n}.py", module_source(n, k), line),
+        st.integers(0, 5),
+        st.integers(0, 30),
+        st.sampled_from([1, 1, 40]),
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_FILES, st.sampled_from([1, 60, 300, 10_000]))
+def test_fold_views_gives_what_folding_each_file_then_all_gave(files, budget):
+    policy = Policy(fold_max_tokens=budget)
+    assert fold_views(files, policy) == reference_outlines(files, policy)
+
+
+def read_round(number: int, path: str, source: str) -> list[dict[str, Any]]:
+    tool_id = f"toolu_{number}"
+    return [
+        {"role": "user", "content": f"Step {number}: look at {path}"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": tool_id, "name": "Read", "input": {"file_path": path}}
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": source}],
+        },
+        {"role": "assistant", "content": f"Read {path}."},
+    ]
+
+
+def reading_history(rounds: int, files: int) -> list[dict[str, Any]]:
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You are an agent."}]
+    for number in range(rounds):
+        index = number % files
+        history += read_round(number, f"src/m{index}.py", module_source(index, 40))
+    return history
+
+
+def test_a_compaction_parses_each_distinct_file_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    parses: list[str] = []
+    original = outline._parse
+
+    def parse(spec: Any, data: bytes) -> Any:
+        parses.append(data.decode())
+        return original(spec, data)
+
+    monkeypatch.setattr(outline, "_parse", parse)
+    outline.clear_outline_cache()
+    history = reading_history(rounds=60, files=5)  # every file read 12 times
+    policy = Policy(steps=("summary",), keep_recent_messages=4, fold_max_tokens=300)
+    result = compact_messages(
+        history, policy, summarizer=ScriptedSummarizer(default="Summary."), force=True
+    )
+    assert result.compacted
+    assert "<system-reminder>" in message_text(result.messages[1])
+    assert len(parses) == len(set(parses)) == 5
+
+
+def test_known_counts_spare_counting_a_lone_results_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    history = reading_history(rounds=6, files=3)
+    counts = [
+        count_text_tokens(m["content"][0]["content"]) if i % 4 == 3 else 1
+        for i, m in enumerate(history)
+    ]
+    encoded: list[str] = []
+    original = tiktoken.Encoding.encode_ordinary
+
+    def recording(self: tiktoken.Encoding, text: str) -> list[int]:
+        encoded.append(text)
+        return original(self, text)
+
+    expected = file_view_outlines(history, Policy())
+    monkeypatch.setattr(tiktoken.Encoding, "encode_ordinary", recording)
+    assert file_view_outlines(history, Policy(), counts) == expected
+    sources = {module_source(i, 40) for i in range(3)}
+    assert not sources & set(encoded)

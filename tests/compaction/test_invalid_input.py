@@ -164,6 +164,7 @@ NOT_HISTORY_FUNCTIONS = {
     "fold_file",  # files, tested above
     "fold_files",
     "get_encoding",  # UnknownEncodingError, tests/compaction/test_tokens.py
+    "configure",  # where vocabularies are unpacked, tests/compaction/test_tokens.py
     "validate_messages",  # reports problems rather than raising
     "is_summary_message",  # predicates and builders of one message
     "make_summary_message",

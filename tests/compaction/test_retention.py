@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from compaction import retention
 from compaction.retention import extract_identifiers, measure_recall
 from tests.support.histories import assistant, histories, user
 
@@ -165,3 +167,117 @@ def test_a_history_recalls_all_of_its_own_identifiers(history: list[dict[str, An
     ids = extract_identifiers(history)
     assert len(ids) == len(set(ids))
     assert measure_recall(ids, history) == (1.0, [])
+
+
+# The fast paths must find exactly what the plain definitions find (issue 14) -------------
+
+_PIECES = st.sampled_from(
+    [
+        "a",
+        "src",
+        "app.py",
+        "/",
+        ".",
+        "..",
+        "~",
+        "-",
+        "_",
+        "@",
+        ":",
+        ",",
+        "x1",
+        "README.md",
+        "https://",
+        "http://ex.com/p",
+        "foo.tar.gz",
+        "é",
+        "\u2003",
+        " ",
+        "  ",
+        "\n",
+        "\t",
+        "\x1c",
+    ]
+)
+_TEXTS = st.lists(_PIECES, max_size=30).map("".join)
+
+
+def reference_references(text: str) -> list[str]:
+    """`_references` as first written: every pattern over the whole text."""
+    found = [m.group().rstrip(".,;:!?") for m in retention._URL.finditer(text)]
+    rest = retention._URL.sub(" ", text)
+    for match in retention._PATH.finditer(rest):
+        path = match.group().rstrip(".,;:!?")
+        if path.startswith(("/", "./", "../", "~/")) or retention._EXTENSION.search(path):
+            found.append(path)
+    found.extend(m.group() for m in retention._BARE_FILE.finditer(rest))
+    return found
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXTS)
+def test_references_match_the_patterns_over_the_whole_text(text):
+    # Same identifiers, first occurrences in the same order (repeats are dropped anyway).
+    found = list(dict.fromkeys(retention._references(text)))
+    assert found == list(dict.fromkeys(reference_references(text)))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXTS, st.data())
+def test_the_word_index_agrees_with_a_substring_search(text, data):
+    words = retention._Words(text)
+    if text:
+        start = data.draw(st.integers(0, len(text) - 1))
+        end = data.draw(st.integers(start, len(text)))
+        inside = text[start:end]
+        assert words.holds(inside)
+    other = data.draw(_TEXTS)
+    assert words.holds(other) == (other in text)
+
+
+_ERROR_PIECES = st.sampled_from(
+    [
+        "ValueError",
+        "  raise KeyError(x)",
+        "Traceback (most recent call last):",
+        "FAILED",
+        "failed",
+        "error: x",
+        "    12→TypeError",
+        "# Error",
+        "ok",
+        "a",
+        " ",
+        "\n",
+        "\r\n",
+        "\x1c",
+        "\u2028",
+        "\u3000",
+        "BadError",
+        "- [ ] todo",
+        "TODO: y",
+        "x" * 250,
+    ]
+)
+
+
+def reference_error_lines(text: str) -> list[str]:
+    """`_error_lines` as first written: every line tested."""
+    found: list[str] = []
+    for line in text.splitlines():
+        if len(found) == 3:
+            break
+        stripped = line.strip()
+        if stripped == retention._GENERIC_TRACEBACK or retention._NOT_ERROR.match(line):
+            continue
+        if retention._ERROR.search(stripped):
+            found.append(stripped[:200])
+    return found
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_ERROR_PIECES, max_size=25).map("".join))
+def test_error_and_todo_shortcuts_find_the_same_lines(text):
+    todos = [m.group().strip()[:200] for m in retention._TODO.finditer(text)]
+    assert list(retention._error_lines(text)) == reference_error_lines(text)
+    assert list(retention._todos(text)) == todos

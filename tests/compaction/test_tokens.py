@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import tempfile
+from pathlib import Path
 from unittest import mock
 
 import pytest
 import tiktoken
 import tiktoken.load
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tiktoken_ext import openai_public
 
 from compaction import count_tokens, get_encoding, message_token_counts, message_tokens, tokens
@@ -140,8 +144,18 @@ def test_unknown_encoding_is_a_named_error():
         count_tokens([user("x")], encoding="p50k_base")
 
 
-def test_vocabularies_load_without_network(tmp_path, monkeypatch):
-    monkeypatch.setenv("CTXWEB_TIKTOKEN_DIR", str(tmp_path))
+@pytest.fixture
+def vocabulary_dir(tmp_path):
+    """A fresh vocabulary folder set through `configure`, restored afterwards."""
+    tokens.configure(tiktoken_dir=tmp_path)
+    get_encoding.cache_clear()
+    yield tmp_path
+    tokens.configure(tiktoken_dir=None)
+    get_encoding.cache_clear()
+
+
+def test_vocabularies_load_without_network(vocabulary_dir, monkeypatch):
+    tmp_path = vocabulary_dir
 
     def no_network(*args, **kwargs):
         raise AssertionError("tried to reach the network")
@@ -164,14 +178,28 @@ def test_vocabularies_load_without_network(tmp_path, monkeypatch):
         get_encoding.cache_clear()
 
 
-def test_a_corrupted_vocabulary_fails_the_hash_check(tmp_path, monkeypatch):
-    monkeypatch.setenv("CTXWEB_TIKTOKEN_DIR", str(tmp_path))
-    (tmp_path / "cl100k_base.tiktoken").write_bytes(b"aGVsbG8= 0\n")
+def test_a_corrupted_vocabulary_fails_the_hash_check(vocabulary_dir):
+    (vocabulary_dir / "cl100k_base.tiktoken").write_bytes(b"aGVsbG8= 0\n")
+    with pytest.raises(ValueError, match=r"[Hh]ash"):
+        get_encoding("cl100k_base")
+
+
+def test_the_vocabulary_folder_is_a_parameter_not_the_environment(tmp_path, monkeypatch):
+    # Issue 14: the engine reads no application setting; the web app passes its own.
+    monkeypatch.setenv("CTXWEB_TIKTOKEN_DIR", str(tmp_path / "from-env"))
     get_encoding.cache_clear()
     try:
-        with pytest.raises(ValueError, match=r"[Hh]ash"):
-            get_encoding("cl100k_base")
+        tokens.configure(tiktoken_dir=tmp_path / "configured")
+        assert get_encoding("cl100k_base").encode_ordinary("hi")
+        assert (tmp_path / "configured" / "cl100k_base.tiktoken").exists()
+        assert not (tmp_path / "from-env").exists()
+        tokens.configure(tiktoken_dir=None)
+        get_encoding.cache_clear()
+        get_encoding("cl100k_base")
+        assert not (tmp_path / "from-env").exists()
+        assert (Path(tempfile.gettempdir()) / "ctxweb-tiktoken" / "cl100k_base.tiktoken").exists()
     finally:
+        tokens.configure(tiktoken_dir=None)
         get_encoding.cache_clear()
 
 
@@ -206,3 +234,45 @@ def test_offline_encodings_use_tiktokens_file_names_and_hashes():
             getattr(openai_public, name)()
 
     assert {s.file_name: s.expected_hash for s in ENCODINGS.values()} == asked
+
+
+_texts = st.text(max_size=40)
+_leaf_blocks = st.one_of(
+    st.builds(lambda t: {"type": "text", "text": t}, _texts),
+    st.builds(lambda t: {"type": "thinking", "thinking": t, "signature": "s"}, _texts),
+    st.builds(lambda t: {"type": "redacted_thinking", "data": t}, _texts),
+    st.builds(
+        lambda n, v: {"type": "tool_use", "id": "t", "name": n, "input": {"v": v}}, _texts, _texts
+    ),
+    st.just({"type": "image", "source": {"type": "base64", "data": "AA"}}),
+    st.builds(lambda t: {"type": "document", "source": {"type": "text", "data": t}}, _texts),
+)
+_result_blocks = st.builds(
+    lambda c: {"type": "tool_result", "tool_use_id": "t", "content": c},
+    st.one_of(_texts, st.lists(_leaf_blocks, max_size=3)),
+)
+_messages = st.builds(
+    lambda role, content: {"role": role, "content": content},
+    st.sampled_from(["user", "assistant", "system"]),
+    st.one_of(_texts, st.lists(st.one_of(_leaf_blocks, _result_blocks), max_size=4)),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_messages, max_size=5))
+def test_the_fast_count_equals_encoding_every_piece(messages):
+    # The counting loop takes shortcuts for common shapes; the pieces are the definition.
+    encode = get_encoding().encode_ordinary
+    expected = []
+    for message in messages:
+        pieces, fixed = tokens._message_pieces(message, "m")
+        expected.append(fixed + sum(len(encode(piece)) for piece in pieces))
+
+    assert message_token_counts(messages) == expected
+    assert [message_tokens(m) for m in messages] == expected
+
+
+def test_count_text_tokens_each_counts_every_string():
+    texts = ["", TEXT, "a b c", TEXT * 3]
+
+    assert tokens.count_text_tokens_each(texts) == [raw(t) for t in texts]

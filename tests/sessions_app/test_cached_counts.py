@@ -1,0 +1,48 @@
+"""A stored session's compaction counts only new text (issue 14).
+
+The per-message counts are cached in the database; compaction passes them to the engine,
+so no stored message is encoded again: only the summary (and, with pruning, the messages
+it rewrote) are counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import tiktoken
+
+from compaction.summarizers.scripted import ScriptedSummarizer
+from compaction.tokens import _message_pieces
+from sessions_app.services.compacting import compact_session
+from tests.support.histories import synthetic_history
+
+pytestmark = pytest.mark.django_db
+
+SUMMARY = "Goals: finish the parser. Decisions: keep the old API."
+
+
+def test_compaction_encodes_the_summary_but_no_stored_message(
+    make_session: Any, make_profile: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history = synthetic_history(120, words_per_message=30)
+    # Reads included: a file view's source is its result's text, counted with its message.
+    profile = make_profile(steps=["summary"], context_limit=4000)
+    session = make_session(messages=history, profile=profile)
+    stored = {piece for m in history for piece in _message_pieces(m, "m")[0] if len(piece) > 20}
+    encoded: list[str] = []
+    original = tiktoken.Encoding.encode_ordinary
+
+    def recording(self: tiktoken.Encoding, text: str) -> list[int]:
+        encoded.append(text)
+        return original(self, text)
+
+    monkeypatch.setattr(tiktoken.Encoding, "encode_ordinary", recording)
+    outcome = compact_session(
+        session, profile=profile, summarizer=ScriptedSummarizer(default=SUMMARY)
+    )
+
+    assert outcome.compacted
+    assert [text for text in encoded if text in stored] == []
+    assert any(SUMMARY in text for text in encoded)
