@@ -20,6 +20,10 @@ STEPS: Final[tuple[Step, ...]] = (
     "hard_truncate",
 )
 
+#: The smallest summary_input_limit: room for the prompt and a useful part of transcript.
+MIN_SUMMARY_INPUT_LIMIT: Final = 2_000
+MAX_SUMMARY_INPUT_LIMIT: Final = 10_000_000
+
 DEFAULT_FILE_VIEW_TOOLS: Final = (
     "Read",
     "read_file",
@@ -53,6 +57,9 @@ class Policy:
     max_retries: int = 2
     retry_backoff_seconds: float = 1.0
     summary_timeout_seconds: float = 30.0
+    # Tokens one summarizer request may carry (prompt and transcript); a larger middle is
+    # summarized in parts, then the part summaries are merged (a 128k-token model's share).
+    summary_input_limit: int = 100_000
     # Chain of steps compact_messages runs (see STEPS).
     steps: tuple[Step, ...] = ("selective", "summary", "smart_truncate", "hard_truncate")
     # Selective pruning and cooldown (seed 004).
@@ -94,6 +101,12 @@ class Policy:
         for name in _POSITIVE_INTS:
             if getattr(self, name) <= 0:
                 raise PolicyError(name, "must be positive")
+        if not MIN_SUMMARY_INPUT_LIMIT <= self.summary_input_limit <= MAX_SUMMARY_INPUT_LIMIT:
+            raise PolicyError(
+                "summary_input_limit",
+                f"must be in [{MIN_SUMMARY_INPUT_LIMIT}, {MAX_SUMMARY_INPUT_LIMIT}] "
+                f"(the prompt alone takes ~600), got {self.summary_input_limit}",
+            )
         if self.hard_limit is not None and self.hard_limit < self.threshold:
             raise PolicyError("hard_limit", "must be at least the trigger threshold")
         unknown = [step for step in self.steps if step not in STEPS]

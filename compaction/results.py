@@ -32,6 +32,8 @@ FailureReason = Literal[
     "api_error",
     "timeout",
     "summarizer_error",
+    "refusal",
+    "context_exceeded",
 ]
 
 #: Rollback reasons that count as a failed summary (they start `Compactor`'s cooldown).
@@ -46,6 +48,7 @@ EventPhase = Literal[
     "selective_done",
     "summary_start",
     "summary_retry",
+    "summary_chunk",
     "summary_done",
     "retention_check",
     "smart_truncate_done",
