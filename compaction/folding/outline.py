@@ -13,11 +13,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
-
-import tree_sitter
+from typing import TYPE_CHECKING, Final, Literal
 
 from .languages import LanguageSpec, language_for_path, parser_for
+
+if TYPE_CHECKING:
+    import tree_sitter
 
 __all__ = ["Entry", "outline_entries", "outline_lines"]
 
@@ -41,8 +42,13 @@ def outline_entries(path: str, source: str, *, first_line: int = 1) -> list[Entr
     spec = language_for_path(path)
     entries: list[Entry] = []
     if spec is not None:
-        tree = parser_for(spec).parse(source.encode("utf-8", errors="surrogatepass"))
-        entries = list(_walk(tree.root_node, spec))
+        try:
+            parser = parser_for(spec)
+        except ImportError:  # without the `folding` extra: the regex outline below
+            parser = None
+        if parser is not None:
+            tree = parser.parse(source.encode("utf-8", errors="surrogatepass"))
+            entries = list(_walk(tree.root_node, spec))
     if not entries:
         entries = _regex_entries(source, markdown=path.lower().endswith((".md", ".markdown")))
     offset = first_line - 1
