@@ -3,7 +3,9 @@ SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
+# Everything the app, its tests and every summarizer need, at the tested versions.
+EXTRAS := web,anthropic,openai,folding,dev
 HOST ?= 127.0.0.1
 PORT ?= 8000
 CHROMIUM := /usr/bin/chromium
@@ -13,9 +15,10 @@ PG_URL ?= postgresql://postgres@127.0.0.1:5432
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	set -o pipefail; $(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]' 2>&1 \
+	set -o pipefail; $(BIN)/python -m pip install --quiet --disable-pip-version-check \
+		-c constraints.txt -e '.[$(EXTRAS)]' 2>&1 \
 		| { grep -v "^WARNING: Location 'file:" || true; }
 	@rm -f $(VENV)/.installed-*
 	@touch $@
@@ -60,7 +63,7 @@ test: lint typecheck pytest pytest-postgres bench-smoke
 
 # Every benchmark, one after the other; bench/results.md is written from the run.
 bench: install
-	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[bench]'
 	$(BIN)/python -m bench --output bench/results.md
 
 # Every benchmark with tiny sizes, so none can rot; no figure is checked or kept.

@@ -66,13 +66,23 @@ class UnknownEncodingError(CompactionError, ValueError):
 class SummaryError(CompactionError):
     """A summarizer could not produce a usable summary; `reason` is a stable failure name.
 
-    The reasons are the values of `compaction.results.FailureReason`.
+    The reasons are the values of `compaction.results.FailureReason`. `retry_after` is the
+    wait in seconds the server asked for (`Retry-After`, `retry-after-ms`), if any: the
+    engine's retry loop waits that long instead of its own backoff, within its maximum wait.
     """
 
-    def __init__(self, reason: str, detail: str = "", *, retryable: bool = True) -> None:
+    def __init__(
+        self,
+        reason: str,
+        detail: str = "",
+        *,
+        retryable: bool = True,
+        retry_after: float | None = None,
+    ) -> None:
         self.reason = reason
         self.detail = detail
         self.retryable = retryable
+        self.retry_after = retry_after
         super().__init__(f"{reason}: {detail}" if detail else reason)
 
 

@@ -29,6 +29,10 @@ STEPS: Final[tuple[Step, ...]] = (
     "hard_truncate",
 )
 
+#: The smallest summary_input_limit: room for the prompt and a useful part of transcript.
+MIN_SUMMARY_INPUT_LIMIT: Final = 2_000
+MAX_SUMMARY_INPUT_LIMIT: Final = 10_000_000
+
 DEFAULT_FILE_VIEW_TOOLS: Final = (
     "Read",
     "read_file",
@@ -65,6 +69,9 @@ class Policy:
     # Wall-clock budget of the whole summarizer phase (attempts, backoff, retention retry):
     # once spent, no further attempt starts and the compaction fails with `time_budget`.
     summary_time_budget_seconds: float = 120.0
+    # Tokens one summarizer request may carry (prompt and transcript); a larger middle is
+    # summarized in parts, then the part summaries are merged (a 128k-token model's share).
+    summary_input_limit: int = 100_000
     # Chain of steps compact_messages runs (see STEPS).
     steps: tuple[Step, ...] = ("selective", "summary", "smart_truncate", "hard_truncate")
     # Selective pruning and cooldown (seed 004).
@@ -204,6 +211,8 @@ _INT_BOUNDS: Final[dict[str, tuple[int, int]]] = {
     "fold_seed": (0, MAX_INT),
     "smart_truncate_max_tokens": (1, MAX_INT),
     "offload_min_chars": (0, MAX_INT),
+    # Room for the prompt (~600 tokens) and a useful part of transcript.
+    "summary_input_limit": (MIN_SUMMARY_INPUT_LIMIT, MAX_SUMMARY_INPUT_LIMIT),
 }
 #: Number fields: (lowest, highest, whether the lowest itself is excluded).
 _FLOAT_BOUNDS: Final[dict[str, tuple[float, float, bool]]] = {

@@ -33,6 +33,8 @@ FailureReason = Literal[
     "timeout",
     "summarizer_error",
     "time_budget",  # Policy.summary_time_budget_seconds spent before a retry could start
+    "refusal",
+    "context_exceeded",
 ]
 
 #: Rollback reasons that count as a failed summary (they start `Compactor`'s cooldown).
@@ -47,6 +49,7 @@ EventPhase = Literal[
     "selective_done",
     "summary_start",
     "summary_retry",
+    "summary_chunk",
     "summary_done",
     "retention_check",
     "smart_truncate_done",

@@ -2,11 +2,12 @@
 (docs/architecture.md, "Engine"; DESIGN flow steps 5-6).
 
 `SummaryStep.run` splits the context, asks the summarizer (with retries and backoff, seed
-000 F-007), appends the folded outlines of the files viewed in the middle (seed 002 §2.5,
-within `fold_max_tokens`), checks that the middle's identifiers survived (asking once more
-when recall is too low) and returns a frozen `SummaryOutcome`. Nothing is committed here:
-the flow keeps the outcome when the run commits and rolling back is dropping it. A failure
-raises `StepFailure` with the summary's failure reason.
+000 F-007, or the wait the server asked for; in parts when the middle is larger than one
+request may carry, `summary_parts`), appends the folded outlines of the files viewed in
+the middle (seed 002 §2.5, within `fold_max_tokens`), checks that the middle's identifiers
+survived (asking once more when recall is too low) and returns a frozen `SummaryOutcome`.
+Nothing is committed here: the flow keeps the outcome when the run commits and rolling back
+is dropping it. A failure raises `StepFailure` with the summary's failure reason.
 
 The split is decided on the snapshot, the context as it was before pruning, so pruning
 (which may shrink it far under the tail budget) never leaves the summary nothing to do. The
@@ -19,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 from .clock import Clock
 from .errors import SummaryError
@@ -32,11 +33,16 @@ from .results import Partition
 from .retention import extract_identifiers, measure_recall
 from .run_state import ContextState, StepFailure
 from .summarizers.base import Summarizer, SummaryRequest
+from .summary_parts import PartedSummary
 from .time_budget import TimeBudget
 
-__all__ = ["SummaryOutcome", "SummaryStep", "summarizer_name"]
+__all__ = ["MAX_RETRY_WAIT_SECONDS", "SummaryOutcome", "SummaryStep", "summarizer_name"]
 
 logger = logging.getLogger("compaction")
+
+#: The longest wait between two attempts, also when the server asks for a longer one
+#: (`Retry-After`): then the attempt is the last, as a wait cut short would fail again.
+MAX_RETRY_WAIT_SECONDS: Final = 60.0
 
 
 def summarizer_name(summarizer: Summarizer) -> str:
@@ -79,6 +85,11 @@ class SummaryStep:
     def name(self) -> str:
         return summarizer_name(self.summarizer)
 
+    @property
+    def parted(self) -> PartedSummary:
+        """Summaries within the policy's summary_input_limit, in parts when needed."""
+        return PartedSummary(self.policy, self.report, self.summarize_with_retries, self.name)
+
     def run(
         self, state: ContextState, snapshot: ContextState, sources: list[int] | None
     ) -> SummaryOutcome:
@@ -104,7 +115,7 @@ class SummaryStep:
             encoding=self.policy.encoding,
         )
         try:
-            text = self.summarize_with_retries(request)
+            text, final = self.parted.run(request)
         except SummaryError as error:
             self.report.step(
                 "summary", ran=True, why=f"failed: {error.reason}", before=state.tokens
@@ -112,7 +123,7 @@ class SummaryStep:
             raise StepFailure(error.reason, error.detail) from error
         known = {id(m): c for m, c in zip(snapshot.messages, snapshot.counts, strict=True)}
         outlines = self.file_outlines(parts.middle, [known[id(m)] for m in parts.middle])
-        outcome = self.retention_check(state, request, self.assemble(state, parts, text, outlines))
+        outcome = self.retention_check(state, final, self.assemble(state, parts, text, outlines))
         new = outcome.state
         if new.tokens >= snapshot.tokens:
             self.report.step("summary", ran=True, why="no token savings", before=state.tokens)
@@ -153,7 +164,8 @@ class SummaryStep:
         return Partition(head, middle, tail)
 
     def summarize_with_retries(self, request: SummaryRequest) -> str:
-        """The summary text; retries with exponential backoff (seed 000 F-007)."""
+        """The summary text; retries with exponential backoff (seed 000 F-007), or after
+        the wait the server asked for, up to MAX_RETRY_WAIT_SECONDS."""
         attempts = self.policy.max_retries + 1
         if self.budget is not None:
             self.budget.restart()
@@ -168,16 +180,35 @@ class SummaryStep:
                     error,
                     extra=self.report.log_fields(reason=error.reason, attempt=attempt),
                 )
-                if attempt == attempts or not error.retryable:
+                delay = self._retry_delay(error, attempt)
+                if attempt == attempts or not error.retryable or delay is None:
                     raise
-                delay = self.policy.retry_backoff_seconds * 2 ** (attempt - 1)
                 if self.budget is not None:
                     self.budget.check(delay)  # no retry starts past the budget: `time_budget`
+                detail: dict[str, Any] = {"delay": delay}
+                if error.retry_after is not None:
+                    detail["retry_after"] = error.retry_after
                 self.report.emit(
-                    "summary_retry", reason=error.reason, attempt=attempt, detail={"delay": delay}
+                    "summary_retry", reason=error.reason, attempt=attempt, detail=detail
                 )
                 self.clock.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _retry_delay(self, error: SummaryError, attempt: int) -> float | None:
+        """The wait before the next attempt; None when the server asks for a longer one
+        than MAX_RETRY_WAIT_SECONDS."""
+        if error.retry_after is not None:
+            if error.retry_after > MAX_RETRY_WAIT_SECONDS:
+                logger.warning(
+                    "the server asks to wait %.0f s, more than %.0f s: no retry",
+                    error.retry_after,
+                    MAX_RETRY_WAIT_SECONDS,
+                    extra=self.report.log_fields(reason=error.reason, attempt=attempt),
+                )
+                return None
+            return error.retry_after
+        backoff: float = self.policy.retry_backoff_seconds * 2 ** (attempt - 1)
+        return min(backoff, MAX_RETRY_WAIT_SECONDS)
 
     def summarize_once(self, request: SummaryRequest) -> str:
         """One summarizer call; any failure becomes a SummaryError with a reason."""
@@ -211,7 +242,11 @@ class SummaryStep:
     def retention_check(
         self, state: ContextState, request: SummaryRequest, first: SummaryOutcome
     ) -> SummaryOutcome:
-        """Measure recall of the middle's identifiers; ask once more when it is too low."""
+        """Measure recall of the middle's identifiers; ask once more when it is too low.
+
+        `request` is the one that made the summary (the last of a parted run): asked again
+        with the missing identifiers that fit under the input limit.
+        """
         identifiers = extract_identifiers(first.partition.middle)
         recall, missing = measure_recall(identifiers, first.state.messages)
         first = replace(first, recall=recall)
@@ -222,7 +257,10 @@ class SummaryStep:
         )
         if recall >= self.policy.min_recall or not missing:
             return first
-        retry = replace(request, required_identifiers=tuple(missing))
+        listed = self.parted.identifiers_that_fit(request, missing)
+        if not listed:
+            return first
+        retry = replace(request, required_identifiers=listed)
         try:
             second_text = self.summarize_once(retry)
         except SummaryError as error:

@@ -14,9 +14,10 @@ import os
 import threading
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import tree_sitter
+if TYPE_CHECKING:  # imported where it is used: tree-sitter is the optional `folding` extra
+    import tree_sitter
 
 __all__ = ["LANGUAGES", "LanguageSpec", "language_for_path", "parser_for"]
 
@@ -212,12 +213,19 @@ def language_for_path(path: str) -> LanguageSpec | None:
 
 @cache
 def _language(module: str, function: str) -> tree_sitter.Language:
+    import tree_sitter
+
     grammar = importlib.import_module(module)
     return tree_sitter.Language(getattr(grammar, function)())
 
 
 def parser_for(spec: LanguageSpec) -> tree_sitter.Parser:
-    """This thread's parser for `spec` (created once per thread and language)."""
+    """This thread's parser for `spec` (created once per thread and language).
+
+    Raises ImportError when tree-sitter or the grammar is not installed.
+    """
+    import tree_sitter
+
     parsers: dict[str, tree_sitter.Parser] | None = getattr(_local, "parsers", None)
     if parsers is None:
         parsers = _local.parsers = {}

@@ -18,11 +18,12 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
-
-import tree_sitter
+from typing import TYPE_CHECKING, Final, Literal
 
 from .languages import LanguageSpec, language_for_path, parser_for
+
+if TYPE_CHECKING:
+    import tree_sitter
 
 __all__ = ["Entry", "clear_outline_cache", "outline_entries", "outline_lines"]
 
@@ -65,7 +66,12 @@ def _outline(spec: LanguageSpec | None, markdown: bool, source: str, data: bytes
     """The offset-free entries: tree-sitter's, else the regex fallback's."""
     entries: list[Entry] = []
     if spec is not None:
-        entries = list(_walk(_parse(spec, data).root_node, spec))
+        try:
+            tree = _parse(spec, data)
+        except ImportError:  # without the `folding` extra: the regex outline below
+            tree = None
+        if tree is not None:
+            entries = list(_walk(tree.root_node, spec))
     if not entries:
         entries = _regex_entries(source, markdown=markdown)
     return entries

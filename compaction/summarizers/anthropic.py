@@ -1,9 +1,12 @@
 """`AnthropicSummarizer`: summaries from a Messages API model through the official SDK.
 
-The SDK's own retries are off (`max_retries=0`, also on a client passed in, through
-`client.with_options`): `compact_messages` retries with its own backoff and counts
-attempts, so a retry is never hidden inside one attempt. No tools are
-offered. Every outcome that is not usable text becomes a SummaryError with a stable reason.
+The SDK is imported when a summarizer is created, not with `compaction` (it is the
+`anthropic` extra). Its own retries are off (`max_retries=0`, also on a client passed in,
+through `client.with_options`): `compact_messages` retries with its own backoff, honouring
+the server's `Retry-After`, and counts attempts, so a retry is never hidden inside one
+attempt. No tools are offered. Every outcome that is not usable text becomes a
+SummaryError with a stable reason: `refusal` for a refusal, `context_exceeded` for a
+request over the model's window, and the reasons of `summary_text`.
 """
 
 from __future__ import annotations
@@ -12,21 +15,21 @@ import logging
 import os
 import time
 from collections.abc import Sequence
-from typing import Any, Final
-
-import anthropic
+from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import SummaryError
 from .base import SummaryRequest
 from .prompt import SYSTEM_PROMPT, build_user_prompt
+from .sdk import RETRYABLE_STATUS_CODES, import_sdk, status_error, usable_cut
+
+if TYPE_CHECKING:
+    import anthropic
 
 __all__ = ["DEFAULT_TIMEOUT_SECONDS", "RETRYABLE_STATUS_CODES", "AnthropicSummarizer"]
 
 logger = logging.getLogger("compaction")
 
 DEFAULT_TIMEOUT_SECONDS: Final = 30.0
-#: Statuses worth another attempt: rate limits, timeouts, conflicts, server errors, overload.
-RETRYABLE_STATUS_CODES: Final = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 _THINKING_TYPES: Final = frozenset({"thinking", "redacted_thinking"})
 
 
@@ -36,7 +39,8 @@ class AnthropicSummarizer:
     `api_key` and `base_url` default to ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL.
     `max_tokens`, when given, replaces the request's cap (the policy's summary_max_tokens,
     1000 by default). `client` lets a caller pass a ready `anthropic.Anthropic`; a copy of
-    it with the SDK's retries off is used.
+    it with the SDK's retries off is used. Raises ImportError naming the extra to install
+    when the `anthropic` package is missing.
     """
 
     name: Final = "anthropic"
@@ -53,6 +57,7 @@ class AnthropicSummarizer:
     ) -> None:
         if not model:
             raise ValueError("AnthropicSummarizer needs a model name")
+        self._sdk: Any = import_sdk("anthropic", "AnthropicSummarizer")
         self.model = model
         self.max_tokens = max_tokens
         self.timeout = timeout
@@ -60,7 +65,7 @@ class AnthropicSummarizer:
         if client is not None:
             self._client = client.with_options(max_retries=0)
         else:
-            self._client = anthropic.Anthropic(
+            self._client = self._sdk.Anthropic(
                 api_key=api_key or os.environ.get("ANTHROPIC_API_KEY") or None,
                 base_url=self.base_url,
                 timeout=timeout,
@@ -77,26 +82,7 @@ class AnthropicSummarizer:
             extra={"model": self.model, "max_tokens": max_tokens},
         )
         started = time.monotonic()
-        try:
-            response = self._client.messages.create(
-                model=self.model,
-                max_tokens=max_tokens,
-                system=SYSTEM_PROMPT,
-                messages=[{"role": "user", "content": build_user_prompt(request)}],
-                timeout=self.timeout,
-            )
-        except anthropic.APITimeoutError as error:
-            raise SummaryError("timeout", f"no answer within {self.timeout} s") from error
-        except anthropic.APIConnectionError as error:
-            raise SummaryError("api_error", f"connection failed: {error}") from error
-        except anthropic.APIStatusError as error:
-            raise SummaryError(
-                "api_error",
-                f"HTTP {error.status_code}: {error.message}",
-                retryable=error.status_code in RETRYABLE_STATUS_CODES,
-            ) from error
-        except anthropic.AnthropicError as error:  # credentials, bad response shape, ...
-            raise SummaryError("api_error", str(error), retryable=False) from error
+        response = self._create(request, max_tokens)
         elapsed_ms = round((time.monotonic() - started) * 1000)
         stop_reason = getattr(response, "stop_reason", None)
         usage = getattr(response, "usage", None)
@@ -115,9 +101,38 @@ class AnthropicSummarizer:
         )
         return summary_text(getattr(response, "content", None), stop_reason)
 
+    def _create(self, request: SummaryRequest, max_tokens: int) -> Any:
+        sdk = self._sdk
+        try:
+            return self._client.messages.create(
+                model=self.model,
+                max_tokens=max_tokens,
+                system=SYSTEM_PROMPT,
+                messages=[{"role": "user", "content": build_user_prompt(request)}],
+                timeout=self.timeout,
+            )
+        except sdk.APITimeoutError as error:
+            raise SummaryError("timeout", f"no answer within {self.timeout} s") from error
+        except sdk.APIConnectionError as error:
+            raise SummaryError("api_error", f"connection failed: {error}") from error
+        except sdk.APIStatusError as error:
+            details = error.body.get("error") if isinstance(error.body, dict) else None
+            code = details.get("type") if isinstance(details, dict) else None
+            raise status_error(
+                error.status_code, error.message, error.response.headers, code=code
+            ) from error
+        except sdk.AnthropicError as error:  # credentials, bad response shape, ...
+            raise SummaryError("api_error", str(error), retryable=False) from error
+
 
 def summary_text(content: Sequence[Any] | None, stop_reason: str | None) -> str:
-    """The text of a Messages API answer, or the SummaryError naming why there is none."""
+    """The text of a Messages API answer, or the SummaryError naming why there is none.
+
+    A refusal is never a summary. An answer cut at `max_tokens` (or at the model's
+    window) keeps its complete lines when they are usable (`sdk.usable_cut`).
+    """
+    if stop_reason == "refusal":
+        raise SummaryError("refusal", "the model refused to summarize", retryable=False)
     if content is None:
         raise SummaryError("content_none", "the answer's content is null")
     kinds = [getattr(block, "type", None) for block in content]
@@ -127,12 +142,18 @@ def summary_text(content: Sequence[Any] | None, stop_reason: str | None) -> str:
         if getattr(block, "type", None) == "text"
     ]
     text = "\n".join(texts).strip()
+    if stop_reason in {"max_tokens", "model_context_window_exceeded"}:
+        kept = usable_cut(text)
+        if kept is not None:
+            logger.warning("summary was cut at %s; keeping its complete lines", stop_reason)
+            return kept
+        if stop_reason == "model_context_window_exceeded":
+            raise SummaryError(
+                "context_exceeded", "the model's context window ran out", retryable=False
+            )
+        raise SummaryError("max_tokens_no_content", "max_tokens reached before any usable text")
     if text:
-        if stop_reason == "max_tokens":
-            logger.warning("summary was cut at max_tokens; keeping the partial text")
         return text
-    if stop_reason == "max_tokens":
-        raise SummaryError("max_tokens_no_content", "max_tokens reached before any text")
     if not kinds:
         raise SummaryError("content_none", "the answer has no content blocks")
     if all(kind in _THINKING_TYPES for kind in kinds):

@@ -19,6 +19,9 @@ class SummaryRequest:
     summary (multi-level compaction) rather than nesting them.
     `required_identifiers` lists identifiers a first summary lost (retention check): the
     summarizer must keep them verbatim this time.
+    `part` is (index, count) when the middle was too large for one request
+    (`Policy.summary_input_limit`) and `messages` is one part of it: the part summaries are
+    merged afterwards.
     """
 
     messages: Sequence[Message]
@@ -26,6 +29,7 @@ class SummaryRequest:
     instructions: str | None = None
     required_identifiers: tuple[str, ...] = ()
     encoding: str | None = None
+    part: tuple[int, int] | None = None
 
 
 @runtime_checkable

@@ -3,32 +3,30 @@ built from the messages themselves, in the sections of the LLM prompt.
 
 It collects user requests, file operations (from tool inputs and paths in the text), tool
 calls with their outcomes, errors and what followed them, open items (todo lists, TODO
-lines) and the content of earlier summaries (merged into the sections, not nested).
-Identifiers are copied verbatim. The result fits `max_tokens` (tiktoken): each section has
-a share of the budget, newest lines first, and what one section leaves is given to the rest
-by priority.
+lines) and the content of earlier summaries. An earlier summary is merged structurally,
+not re-summarized (`summary_merge`): its goal stays the goal, its files, tool counts, todos
+and errors join the new ones, and newer facts update older ones, so summaries of summaries
+do not drift. Identifiers are copied verbatim. The result fits `max_tokens` (tiktoken,
+`summary_fit`): the least recent detail goes first and the summary says what it left out.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from ..messages import SUMMARY_PREFIX, blocks_of, is_meta, is_summary_message, message_text
-from ..tokens import compact_json, get_encoding
+from ..messages import blocks_of, is_meta, is_summary_message, message_text
+from ..tokens import compact_json
 from .base import SummaryRequest
 from .prompt import SECTIONS
+from .summary_fit import KEY_IDENTIFIERS, Line, dedupe, fit
+from .summary_merge import EarlierSummary, parse_summary
 
 __all__ = ["KEY_IDENTIFIERS", "ExtractiveSummarizer"]
 
 GOALS, FILES, TOOLS, STATE, ERRORS = SECTIONS
-#: Heading of the section that lists identifiers the retention check asked to keep.
-KEY_IDENTIFIERS: Final = "Key identifiers"
-
-#: Share of the budget each section may fill before leftovers are shared out.
-_SHARES: Final = {GOALS: 0.3, FILES: 0.2, TOOLS: 0.2, STATE: 0.15, ERRORS: 0.15}
 _PATH_KEYS: Final = ("file_path", "path", "filename", "file", "notebook_path", "target_file")
 _PATH_LIST_KEYS: Final = ("paths", "files", "file_paths")
 _OPERATIONS: Final = (  # (words of a tool name or command, operation), first match wins
@@ -55,15 +53,12 @@ _ERROR_LINE: Final = re.compile(
     re.IGNORECASE,
 )
 _TODO_LINE: Final = re.compile(r"\b(?:TODO|FIXME|next steps?|still need|remaining)\b", re.I)
-_HEADING: Final = re.compile(r"^\s*(?:#+\s*|\d+[.)]\s*)?(?P<title>[A-Za-z][\w ,&/-]*?)\s*:?\s*$")
-
-
-@dataclass(frozen=True)
-class _Line:
-    section: str
-    text: str
-    priority: int  # lower is kept first
-    order: int  # position in the span: newer lines are kept first within a priority
+#: Operations that say only that a path came up, shown when nothing else is known.
+_WEAK_OPERATIONS: Final = ("mentioned", "touched")
+# Priorities (lower is kept first): the original goal; the current request, todo list,
+# latest update and tool counts; errors, decisions and open items; files and older
+# requests; paths only mentioned; each tool call; tool calls an earlier summary listed.
+_GOAL, _CURRENT, _KEEP, _DETAIL, _MENTION, _CALL, _EARLIER_CALL = 0, 1, 2, 3, 4, 5, 6
 
 
 @dataclass
@@ -78,20 +73,22 @@ class _Collector:
     """Walks the messages once and gathers the summary lines."""
 
     line_chars: int
-    lines: list[_Line] = field(default_factory=list)
+    lines: list[Line] = field(default_factory=list)
     calls: dict[str, _Call] = field(default_factory=dict)  # this message's, by id
     asked: dict[str, _Call] = field(default_factory=dict)  # the previous message's, by id
     files: dict[str, list[str]] = field(default_factory=dict)
-    file_order: dict[str, int] = field(default_factory=dict)
+    file_order: dict[str, float] = field(default_factory=dict)
     tool_counts: dict[str, list[int]] = field(default_factory=dict)  # name -> [calls, failed]
     open_errors: dict[str, int] = field(default_factory=dict)  # tool name -> line index
     todos: list[str] = field(default_factory=list)
-    todo_order: int = 0
-    latest_update: tuple[int, str] | None = None
+    todo_order: float = 0
+    latest_update: tuple[float, str] | None = None
+    latest_request: int | None = None  # index in `lines`
     seen_request: bool = False
+    dropped: dict[str, int] = field(default_factory=dict)  # lines earlier summaries left out
 
-    def add(self, section: str, text: str, priority: int, order: int) -> None:
-        self.lines.append(_Line(section, text, priority, order))
+    def add(self, section: str, text: str, priority: int, order: float) -> None:
+        self.lines.append(Line(section, text, priority, order))
 
     def clip(self, text: str, share: float = 1.0) -> str:
         """`text` on one line, cut at a word boundary to `share` of line_chars."""
@@ -105,7 +102,7 @@ class _Collector:
         # A result answers a call of the message right before it: ids may repeat across turns.
         self.asked, self.calls = self.calls, {}
         if is_summary_message(message):
-            self.earlier_summary(order, message_text(message))
+            self.earlier_summary(order, parse_summary(message_text(message)))
             return
         role = message.get("role")
         for block in blocks_of(message):
@@ -121,27 +118,45 @@ class _Collector:
             elif kind == "tool_result":
                 self.tool_result(order, block)
 
-    def earlier_summary(self, order: int, text: str) -> None:
-        section = GOALS
-        for raw in text.removeprefix(SUMMARY_PREFIX).splitlines():
-            line = raw.strip()
-            heading = _HEADING.match(line)
-            if heading and _section_named(heading.group("title")):
-                section = _section_named(heading.group("title")) or section
-                continue
-            if not line or line.lstrip("- ").lower() in {"none", ""}:
-                continue
-            text_line = line if line.startswith("- ") else f"- {line}"
-            if section == KEY_IDENTIFIERS:
-                self.add(GOALS, text_line, 1, order)
+    def earlier_summary(self, order: int, summary: EarlierSummary) -> None:
+        """Merge an earlier summary's parts (`summary_merge`); its lines keep their order,
+        just before the messages that followed it."""
+        count = sum(len(lines) for lines in summary.lines.values()) + len(summary.files) + 1
+        position = (order + k / (count + 1) for k in range(count + 1))
+        for index, line in enumerate(summary.lines.get(GOALS, [])):
+            if index == 0 and not self.seen_request:  # the goal of the whole session
+                priority = _GOAL
+                self.seen_request = True
             else:
-                self.add(section, text_line, _SECTION_PRIORITY[section], order)
+                priority = _DETAIL if line.startswith("- User asked:") else _KEEP
+            self.add(GOALS, line, priority, next(position))
+        for line in summary.lines.get(KEY_IDENTIFIERS, []):
+            self.add(GOALS, line, _CURRENT, next(position))
+        for path, operations in summary.files:
+            at = next(position)
+            for operation in operations or ["touched"]:
+                self.file(path, operation, at)
+        for name, (calls, failed) in summary.tool_counts.items():
+            counts = self.tool_counts.setdefault(name, [0, 0])
+            counts[0] += calls
+            counts[1] += failed
+        if summary.todos:
+            self.todos, self.todo_order = list(summary.todos), order
+        if summary.latest_update:
+            self.latest_update = (order, summary.latest_update)
+        priorities = {FILES: _DETAIL, TOOLS: _EARLIER_CALL, STATE: _KEEP, ERRORS: _KEEP}
+        for section, priority in priorities.items():
+            for line in summary.lines.get(section, []):
+                self.add(section, line, priority, next(position))
+        for section, dropped in summary.dropped.items():
+            self.dropped[section] = self.dropped.get(section, 0) + dropped
 
     def user_text(self, order: int, text: str) -> None:
         first = next((line for line in text.splitlines() if line.strip()), "")
         if first:
-            priority = 2 if self.seen_request else 1
+            priority = _DETAIL if self.seen_request else _GOAL
             self.seen_request = True
+            self.latest_request = len(self.lines)
             self.add(GOALS, f"- User asked: {self.clip(first)}", priority, order)
         self.text_mentions(order, text)
 
@@ -155,7 +170,7 @@ class _Collector:
         if _TODO_LINE.search(text):
             for line in text.splitlines():
                 if _TODO_LINE.search(line):
-                    self.add(STATE, f"- Open item: {self.clip(line, 0.7)}", 2, order)
+                    self.add(STATE, f"- Open item: {self.clip(line, 0.7)}", _KEEP, order)
         for path in _paths_in(text):
             self.file(path, "mentioned", order)
 
@@ -196,12 +211,12 @@ class _Collector:
         if failed:
             self.tool_counts.setdefault(name, [0, 0])[1] += 1
             error = self.clip(_error_line(text) or "(no message)", 0.7)
-            self.add(TOOLS, f"- {label} → failed: {error}", 5, order)
+            self.add(TOOLS, f"- {label} → failed: {error}", _CALL, order)
             self.open_errors[name] = len(self.lines)
-            self.add(ERRORS, f"- {label} failed: {error}", 2, order)
+            self.add(ERRORS, f"- {label} failed: {error}", _KEEP, order)
         else:
             outcome = f": {self.clip(first, 0.4)}" if first else ""
-            self.add(TOOLS, f"- {label} → ok{outcome}", 5, order)
+            self.add(TOOLS, f"- {label} → ok{outcome}", _CALL, order)
             self.fix(name, label)
 
     def fix(self, name: str, label: str) -> None:
@@ -209,10 +224,10 @@ class _Collector:
         index = self.open_errors.pop(name, None)
         if index is not None:
             line = self.lines[index]
-            fixed = _Line(line.section, f"{line.text}; then {label} succeeded", 2, line.order)
+            fixed = Line(line.section, f"{line.text}; then {label} succeeded", _KEEP, line.order)
             self.lines[index] = fixed
 
-    def file(self, path: str, operation: str, order: int) -> None:
+    def file(self, path: str, operation: str, order: float) -> None:
         operations = self.files.setdefault(path, [])
         self.file_order[path] = order
         if operation not in operations:
@@ -221,9 +236,10 @@ class _Collector:
     def finish(self) -> None:
         """Lines that summarise the whole span: files, tool counts, current state."""
         for path, operations in self.files.items():
-            shown = [op for op in operations if op != "mentioned"] or ["mentioned"]
-            priority = 4 if shown == ["mentioned"] else 3
-            self.add(FILES, f"- {path}: {', '.join(shown)}", priority, self.file_order[path])
+            shown = [op for op in operations if op not in _WEAK_OPERATIONS] or operations[:1]
+            priority = _MENTION if shown == ["mentioned"] else _DETAIL
+            line = Line(FILES, f"- {path}: {', '.join(shown)}", priority, self.file_order[path])
+            self.lines.append(replace(line, path=path))
         if self.tool_counts:
             counts = ", ".join(
                 f"{name} x{calls}" + (f" ({failed} failed)" if failed else "")
@@ -232,24 +248,16 @@ class _Collector:
                 )
             )
             total = sum(calls for calls, _ in self.tool_counts.values())
-            self.add(TOOLS, f"- {total} tool calls: {counts}", 1, -1)
+            self.add(TOOLS, f"- {total} tool calls: {counts}", _CURRENT, -1)
         for todo in self.todos:
-            self.add(STATE, todo, 1, self.todo_order)
+            self.add(STATE, todo, _CURRENT, self.todo_order)
         if self.latest_update:
             order, text = self.latest_update
-            self.add(STATE, f"- Latest assistant update: {text}", 1, order)
-
-
-_MISSES: Final = 50
-_SECTION_PRIORITY: Final = {GOALS: 1, FILES: 3, TOOLS: 5, STATE: 1, ERRORS: 2, KEY_IDENTIFIERS: 0}
-
-
-def _section_named(title: str) -> str | None:
-    wanted = title.strip().lower()
-    for section in (*SECTIONS, KEY_IDENTIFIERS):
-        if section.lower() == wanted:
-            return section
-    return None
+            self.add(STATE, f"- Latest assistant update: {text}", _CURRENT, order)
+        if self.latest_request is not None:  # the newest request is the current task
+            request = self.lines[self.latest_request]
+            if request.priority > _CURRENT:
+                self.lines[self.latest_request] = replace(request, priority=_CURRENT)
 
 
 def _operation(name: str, tool_input: Mapping[str, Any]) -> str:
@@ -334,95 +342,9 @@ class ExtractiveSummarizer:
         for order, message in enumerate(request.messages):
             collector.message(order, message)
         collector.finish()
-        lines = _dedupe(collector.lines)
+        lines = dedupe(collector.lines)
         required = [
-            _Line(KEY_IDENTIFIERS, f"- {identifier}", 0, index)
+            Line(KEY_IDENTIFIERS, f"- {identifier}", 0, index)
             for index, identifier in enumerate(request.required_identifiers)
         ]
-        return _fit(required + lines, request.max_tokens, request.encoding)
-
-
-def _dedupe(lines: Sequence[_Line]) -> list[_Line]:
-    seen: dict[tuple[str, str], int] = {}
-    kept: list[_Line] = []
-    for line in lines:
-        key = (line.section, line.text)
-        if key in seen:  # keep the newest position of a repeated line
-            previous = kept[seen[key]]
-            kept[seen[key]] = _Line(
-                line.section, line.text, min(line.priority, previous.priority), line.order
-            )
-            continue
-        seen[key] = len(kept)
-        kept.append(line)
-    return kept
-
-
-def _fit(lines: Sequence[_Line], max_tokens: int, encoding: str | None) -> str:
-    """Render the lines that fit in `max_tokens`: key identifiers, per-section shares, then
-    leftovers by priority. Lines are only encoded when they are considered."""
-    encode = get_encoding(encoding).encode_ordinary
-    costs: dict[int, int] = {}
-
-    def cost(index: int) -> int:
-        if index not in costs:
-            costs[index] = len(encode(lines[index].text)) + 1
-        return costs[index]
-
-    sections = _rendered_sections(lines)
-    fixed = sum(len(encode(f"{section}:\n- none\n")) for section in sections)
-    budget = max_tokens - fixed
-    ranked = sorted(range(len(lines)), key=lambda i: (lines[i].priority, -lines[i].order))
-    chosen: set[int] = set()
-    required = [i for i in ranked if lines[i].section == KEY_IDENTIFIERS]
-    spent = _take(required, budget, cost, chosen)
-    shared = budget - spent
-    for section, share in _SHARES.items():
-        candidates = [i for i in ranked if lines[i].section == section]
-        spent += _take(candidates, int(shared * share), cost, chosen)
-    spent += _take([i for i in ranked if i not in chosen], budget - spent, cost, chosen)
-    text = _render(lines, chosen, sections)
-    while chosen and len(encode(text)) > max_tokens:
-        chosen.discard(max(chosen, key=lambda i: (lines[i].priority, -lines[i].order)))
-        text = _render(lines, chosen, sections)
-    return text
-
-
-def _take(
-    candidates: Sequence[int], allowance: int, cost: Callable[[int], int], chosen: set[int]
-) -> int:
-    """Choose candidates in order while they fit `allowance`; return the tokens used.
-
-    Gives up after `_MISSES` candidates in a row that do not fit, so a long span costs a
-    bounded number of encodes once its budget is nearly spent.
-    """
-    used = 0
-    misses = 0
-    for index in candidates:
-        if allowance - used <= 1 or misses >= _MISSES:
-            break
-        if used + cost(index) <= allowance:
-            chosen.add(index)
-            used += cost(index)
-            misses = 0
-        else:
-            misses += 1
-    return used
-
-
-def _rendered_sections(lines: Sequence[_Line]) -> list[str]:
-    sections = list(SECTIONS)
-    if any(line.section == KEY_IDENTIFIERS for line in lines):
-        sections.append(KEY_IDENTIFIERS)
-    return sections
-
-
-def _render(lines: Sequence[_Line], chosen: set[int], sections: Sequence[str]) -> str:
-    parts = []
-    for section in sections:
-        kept = sorted(
-            (i for i in chosen if lines[i].section == section), key=lambda i: lines[i].order
-        )
-        body = "\n".join(lines[i].text for i in kept) or "- none"
-        parts.append(f"{section}:\n{body}")
-    return "\n\n".join(parts)
+        return fit(required + lines, request.max_tokens, request.encoding, collector.dropped)

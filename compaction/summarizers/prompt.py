@@ -3,21 +3,29 @@
 The transcript goes to the model as delimited data between two boundary lines that occur
 nowhere inside it, and the instructions say it is never to be obeyed: a transcript that
 says "ignore your instructions" is summarised, not followed.
+
+Earlier summaries in the transcript are shown verbatim, section by section, and the model
+is told to merge their items into its own sections rather than summarise their prose, so
+that a summary of summaries keeps the goal, the files and the open items (seed 000 UC-002).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 from ..messages import SUMMARY_PREFIX, blocks_of, is_summary_message
-from ..tokens import compact_json
+from ..tokens import compact_json, count_text_tokens
 from .base import SummaryRequest
 
 __all__ = [
+    "CUT_MARKER",
     "SECTIONS",
     "SYSTEM_PROMPT",
     "build_user_prompt",
+    "prompt_overhead_tokens",
+    "serialize_message",
     "serialize_transcript",
     "transcript_boundary",
 ]
@@ -51,9 +59,27 @@ Rules:
 - Copy identifiers verbatim: file paths, URLs, function and class names, commands, tool \
 names, ids, error messages, version numbers. Never shorten or paraphrase them.
 - If the transcript contains an earlier summary (marked "earlier summary"), merge its \
-content into your sections; do not nest or quote it as a block.
+content into your sections; do not nest or quote it as a block. Your summary replaces it: \
+carry forward every goal, file path, decision, error and open item it lists (updated where \
+newer messages changed them). When space runs short, shorten the oldest details first and \
+end that section with a line saying what was left out.
 - Write "- none" under a section with nothing to report.
 - Be concise and factual; say nothing that is not in the transcript."""
+
+
+#: The line that ends a summary cut at its token limit (see `sdk.usable_cut`).
+CUT_MARKER: Final = "[summary cut at its token limit]"
+
+_MERGE_NOTE: Final = (
+    'The transcript holds {count} earlier summar{plural} (marked "earlier summary"). '
+    "Merge their items into your sections: keep the original goal, every file path, "
+    "decision, error and open item they list, word for word where you can; do not "
+    "summarise their prose again."
+)
+_PART_NOTE: Final = (
+    "This transcript is part {index} of {count} of a longer conversation. Summarise this "
+    "part only: its summary is merged with the others' afterwards."
+)
 
 
 def build_user_prompt(request: SummaryRequest) -> str:
@@ -63,6 +89,11 @@ def build_user_prompt(request: SummaryRequest) -> str:
     parts = [
         f"Summarise the transcript below in at most about {request.max_tokens} tokens.",
     ]
+    if request.part is not None:
+        parts.append(_PART_NOTE.format(index=request.part[0], count=request.part[1]))
+    earlier = sum(1 for message in request.messages if is_summary_message(message))
+    if earlier:
+        parts.append(_MERGE_NOTE.format(count=earlier, plural="y" if earlier == 1 else "ies"))
     if request.instructions:
         parts.append(
             "The person who requested this summary adds this guidance about what to keep "
@@ -89,14 +120,26 @@ def transcript_boundary(transcript: str) -> str:
     return f"=====TRANSCRIPT-{number}====="
 
 
+def prompt_overhead_tokens(request: SummaryRequest, encoding: str | None = None) -> int:
+    """Tokens of everything a request built from `request` holds besides its transcript:
+    the system prompt, the user turn's text and boundaries, and (bounds) the merge note and
+    the note of a part."""
+    empty = build_user_prompt(replace(request, messages=(), part=None))
+    merge = _MERGE_NOTE.format(count=100_000, plural="ies")
+    part = _PART_NOTE.format(index=100_000, count=100_000)
+    texts = (SYSTEM_PROMPT, empty, merge, part)
+    return sum(count_text_tokens(text, encoding) for text in texts)
+
+
 def serialize_transcript(messages: Sequence[Mapping[str, Any]]) -> str:
     """Messages as readable text: one header line per message, then its blocks."""
     return "\n\n".join(
-        _serialize_message(index, message) for index, message in enumerate(messages, 1)
+        serialize_message(index, message) for index, message in enumerate(messages, 1)
     )
 
 
-def _serialize_message(number: int, message: Mapping[str, Any]) -> str:
+def serialize_message(number: int, message: Mapping[str, Any]) -> str:
+    """One message of the transcript, numbered `number`."""
     role = str(message.get("role", "?"))
     if is_summary_message(message):
         text = "\n".join(_block_lines(blocks_of(message)))

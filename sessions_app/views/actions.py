@@ -184,8 +184,25 @@ def job_phases(job: CompactionJob) -> list[tuple[str, str, str]]:
             state = next_state
         else:
             state = "todo"
-        states.append((key, label, state))
+        states.append((key, _chunk_label(job) if key == "summary" else label, state))
     return states
+
+
+def _chunk_label(job: CompactionJob) -> str:
+    """`Summarizing`, with the part in progress when the middle is summarized in parts."""
+    chunks = [
+        e["detail"]
+        for e in job.events
+        if isinstance(e, dict)
+        and e.get("phase") == "summary_chunk"
+        and isinstance(e.get("detail"), dict)
+    ]
+    if not chunks or job.status != CompactionJob.Status.RUNNING:
+        return "Summarizing"
+    latest = chunks[-1]
+    if latest.get("merge"):
+        return "Summarizing (merging the parts)"
+    return f"Summarizing (part {latest.get('chunk')} of {latest.get('chunks')})"
 
 
 @login_required

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.support.clock import FakeClock
-from tests.support.fixtures import fake_anthropic
+from tests.support.fixtures import fake_anthropic, fake_openai
 
-__all__ = ["clock", "fake_anthropic"]
+__all__ = ["clock", "fake_anthropic", "fake_openai"]
 
 
 @pytest.fixture

@@ -283,3 +283,93 @@ def test_compact_counts_timeouts_as_attempts(fake_anthropic):
     assert result.compacted
     assert [e.reason for e in result.events if e.phase == "summary_retry"] == ["timeout"]
     assert len(fake_anthropic.requests) == 2
+
+
+# --- stop reasons, context-window errors and the server's retry hints -------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason", "retryable"),
+    [
+        (Reply.refusal(), "refusal", False),
+        (Reply.refusal("Goals and key decisions:\n- half a summary"), "refusal", False),
+        (Reply.prompt_too_long(), "context_exceeded", False),
+        (Reply.error(413, "request_too_large", "Request exceeds the maximum size"), None, False),
+        (Reply.blocks([], stop_reason="model_context_window_exceeded"), "context_exceeded", False),
+        (Reply.text("Goals and key decisions:\n- fi", stop_reason="max_tokens"), None, True),
+    ],
+)
+def test_refusals_and_oversized_requests_are_never_a_summary(
+    fake_anthropic, reply, reason, retryable
+):
+    fake_anthropic.script(reply)
+
+    with pytest.raises(SummaryError) as caught:
+        summarizer(fake_anthropic).summarize(SummaryRequest(MIDDLE))
+
+    expected = reason or ("context_exceeded" if reply.status == 413 else "max_tokens_no_content")
+    assert caught.value.reason == expected
+    assert caught.value.retryable is retryable
+
+
+@pytest.mark.parametrize("stop_reason", ["max_tokens", "model_context_window_exceeded"])
+def test_a_cut_answer_keeps_its_complete_lines(fake_anthropic, stop_reason):
+    cut = "Goals and key decisions:\n- fix the parser\n\nFile operations:\n- src/pa"
+    fake_anthropic.script(Reply.text(cut, stop_reason=stop_reason))
+
+    text = summarizer(fake_anthropic).summarize(SummaryRequest(MIDDLE))
+
+    assert text == (
+        "Goals and key decisions:\n- fix the parser\n\nFile operations:\n"
+        "[summary cut at its token limit]"
+    )
+
+
+@pytest.mark.parametrize(
+    ("reply", "retryable", "retry_after"),
+    [
+        (Reply.rate_limited(retry_after="7"), True, 7.0),
+        (Reply.rate_limited(retry_after_ms="1500"), True, 1.5),
+        (Reply.rate_limited(retry_after="soon"), True, None),
+        (Reply.overloaded().with_headers(x_should_retry="false"), False, None),
+        (Reply.error(400, "invalid_request_error").with_headers(x_should_retry="true"), True, None),
+    ],
+)
+def test_the_servers_retry_hints_are_read(fake_anthropic, reply, retryable, retry_after):
+    fake_anthropic.script(reply)
+
+    with pytest.raises(SummaryError) as caught:
+        summarizer(fake_anthropic).summarize(SummaryRequest(MIDDLE))
+
+    assert caught.value.retryable is retryable
+    assert caught.value.retry_after == retry_after
+    assert len(fake_anthropic.requests) == 1
+
+
+def test_compact_waits_as_the_server_asks_then_backs_off(fake_anthropic):
+    fake_anthropic.script(
+        Reply.rate_limited(retry_after="4"),
+        Reply.overloaded(),
+        Reply.text("Goals and key decisions:\n- recovered"),
+    )
+    clock = FakeClock()
+
+    result = compact_messages(
+        HISTORY, POLICY, summarizer=summarizer(fake_anthropic), clock=clock, force=True
+    )
+
+    assert result.compacted
+    assert clock.sleeps == [4.0, 2.0]  # Retry-After, then the backoff of attempt 2
+    assert len(fake_anthropic.requests) == 3
+
+
+def test_compact_names_a_refusal_and_does_not_retry_it(fake_anthropic):
+    fake_anthropic.script(Reply.refusal(), Reply.text("never asked"))
+
+    result = compact_messages(
+        HISTORY, POLICY, summarizer=summarizer(fake_anthropic), clock=FakeClock(), force=True
+    )
+
+    assert result.reason == "refusal"
+    assert result.messages is HISTORY
+    assert len(fake_anthropic.requests) == 1

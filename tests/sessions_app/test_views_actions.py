@@ -131,6 +131,23 @@ def test_running_job_polls_every_second_until_done(
     assert done["HX-Trigger-After-Settle"] == '{"session-changed": {}}'
 
 
+def test_a_job_summarizing_in_parts_shows_the_part(
+    ui_session: UiSession, logged_in: Client
+) -> None:
+    session = ui_session.session
+    events = [
+        {"phase": "summary_start"},
+        *({"phase": "summary_chunk", "detail": {"chunk": n, "chunks": 7}} for n in (1, 2, 3)),
+    ]
+    job = CompactionJob.objects.create(
+        session=session, status=CompactionJob.Status.RUNNING, phase="summary_chunk", events=events
+    )
+
+    html = logged_in.get(reverse("ui:job", args=[session.pk, job.pk]), HTTP_HX_REQUEST="true")
+
+    assert "Summarizing (part 3 of 7)" in html.content.decode()
+
+
 def test_job_of_another_session_is_a_404(
     ui_session: UiSession, logged_in: Client, user: Any
 ) -> None:

@@ -8,8 +8,10 @@
     server.stop()
 
 `POST /v1/messages` answers with the scripted replies in order, then with `default`
-(a plain success). Every request is recorded. Nothing here reaches the network: the server
-binds 127.0.0.1 on an ephemeral port and runs in a background thread.
+(a plain success), each with its extra response headers (`Retry-After`, ...). Every
+request is recorded. `tests/support/fake_openai.py` serves Chat Completions the same way.
+Nothing here reaches the network: the server binds 127.0.0.1 on an ephemeral port and runs
+in a background thread.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ import itertools
 import json
 import threading
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 __all__ = ["FakeAnthropic", "RecordedRequest", "Reply"]
 
@@ -35,6 +37,7 @@ class Reply:
     delay: float = 0.0
     content: Any = field(default=None)  # filled into a success message when body is None
     stop_reason: str | None = "end_turn"
+    headers: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def text(cls, text: str = "fake summary", *, stop_reason: str = "end_turn") -> Reply:
@@ -78,8 +81,26 @@ class Reply:
         return cls(status=status, body=body)
 
     @classmethod
-    def rate_limited(cls) -> Reply:
-        return cls.error(429, "rate_limit_error", "rate limited")
+    def refusal(cls, text: str = "") -> Reply:
+        """`stop_reason: refusal` (with whatever text came before it)."""
+        return cls.blocks([{"type": "text", "text": text}] if text else [], stop_reason="refusal")
+
+    @classmethod
+    def prompt_too_long(cls) -> Reply:
+        """The API's answer to a request over the model's context window."""
+        return cls.error(
+            400, "invalid_request_error", "prompt is too long: 250000 tokens > 200000 maximum"
+        )
+
+    @classmethod
+    def rate_limited(cls, **headers: str) -> Reply:
+        """429; `headers` with `_` for `-`, e.g. `retry_after="7"`, `retry_after_ms="250"`."""
+        return cls.error(429, "rate_limit_error", "rate limited").with_headers(**headers)
+
+    def with_headers(self, **headers: str) -> Reply:
+        """This reply with extra response headers (`_` in a name is sent as `-`)."""
+        extra = {name.replace("_", "-"): value for name, value in headers.items()}
+        return replace(self, headers={**self.headers, **extra})
 
     @classmethod
     def server_error(cls) -> Reply:
@@ -127,6 +148,10 @@ class RecordedRequest:
 class FakeAnthropic:
     """The fake server. `script()` sets the replies; `requests` records what came in."""
 
+    #: The one path the server answers; `base_url` is what an SDK client is given.
+    path = "/v1/messages"
+    url_suffix = ""
+
     def __init__(self, default: Reply | None = None) -> None:
         self.default = default or Reply.text()
         self.requests: list[RecordedRequest] = []
@@ -143,9 +168,9 @@ class FakeAnthropic:
         if self._server is None:
             raise RuntimeError("FakeAnthropic is not started")
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"http://{host!s}:{port}{self.url_suffix}"
 
-    def start(self) -> FakeAnthropic:
+    def start(self) -> Self:
         """Bind 127.0.0.1 on a free port and serve in a daemon thread."""
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
@@ -185,7 +210,7 @@ class FakeAnthropic:
         """Scripted replies not used yet."""
         return len(self._replies)
 
-    def __enter__(self) -> FakeAnthropic:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -197,6 +222,9 @@ class FakeAnthropic:
         with self._lock:
             self.requests.append(request)
             return self._replies.popleft() if self._replies else self.default
+
+    def _error_body(self, status: int, message: str) -> Any:
+        return Reply.error(status, "not_found_error", message).body
 
     def _success_body(self, reply: Reply, request_body: Any) -> dict[str, Any]:
         content = None if reply.content is _NULL else reply.content
@@ -226,22 +254,24 @@ def _handler_for(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
                 body = raw.decode("utf-8", "replace")
             headers = {key.lower(): value for key, value in self.headers.items()}
             request = RecordedRequest("POST", self.path, headers, body)
-            if self.path.split("?")[0] != "/v1/messages":
-                self._send(404, Reply.error(404, "not_found_error", self.path).body)
+            if self.path.split("?")[0] != fake.path:
+                self._send(404, fake._error_body(404, self.path))
                 return
             reply = fake._take(request)
             if reply.delay and fake._stopping.wait(reply.delay):
                 return  # the server is stopping: drop the hanging request
             payload = reply.body if reply.body is not None else fake._success_body(reply, body)
-            self._send(reply.status, payload)
+            self._send(reply.status, payload, reply.headers)
 
-        def _send(self, status: int, payload: Any) -> None:
+        def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
             data = json.dumps(payload).encode("utf-8")
             try:
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
                 self.send_header("request-id", "req_fake")
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):

@@ -1,0 +1,232 @@
+"""Parts of a middle too large for one summarizer request (`Policy.summary_input_limit`).
+
+A message's cost is the tokens of its transcript text, as the summary prompt shows it
+(`summarizers.prompt.serialize_message`). `chunk_messages` packs the middle, in order, into
+chunks whose transcript fits a token budget. A chunk never splits a tool pair: an assistant
+message's tool calls and the messages up to their last result form one unit. A unit larger
+than the budget is cut for the request (`cut_to_fit`): its longest strings (texts, tool
+results, tool inputs) are shortened to their head and tail around a `[TRUNCATED ...]`
+marker, so no request is ever built larger than the limit. The cut copies go only to the
+summarizer; the originals are what the archive holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .messages import Message, is_summary_message, tool_result_ids, tool_use_ids
+from .preview import truncation_marker
+from .summarizers.prompt import serialize_message, serialize_transcript
+from .tokens import count_text_tokens, get_encoding
+
+__all__ = ["Chunk", "chunk_messages", "cut_to_fit", "message_costs", "tool_units"]
+
+#: Tokens added to each message's own count: the blank line between messages and the
+#: few tokens a join can cost at a boundary.
+_SEPARATOR: Final = 2
+#: Strings of fewer tokens are never cut: a marker would save little.
+_MIN_CUT: Final = 16
+_CUT_ATTEMPTS: Final = 8
+_NUMBER: Final = 999_999
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Consecutive messages for one request; `tokens` bounds their transcript's tokens.
+
+    `cut`: some of its messages are cut copies. `summary`: an earlier summary on its own
+    (the summary step merges it without summarizing it again).
+    """
+
+    messages: list[Message]
+    tokens: int
+    cut: bool = False
+    summary: bool = False
+
+
+def message_costs(messages: Sequence[Message], encoding: str | None = None) -> list[int]:
+    """The transcript tokens of each message (numbered with a six-digit number: a bound)."""
+    encode = get_encoding(encoding).encode_ordinary
+    return [len(encode(serialize_message(_NUMBER, m))) + _SEPARATOR for m in messages]
+
+
+def fits(messages: Sequence[Message], budget: int, encoding: str | None = None) -> bool:
+    """Whether the transcript of `messages` takes at most `budget` tokens.
+
+    A token covers at least one byte, so a transcript of at most `budget` bytes fits
+    without being encoded (the usual case, and the cheap one).
+    """
+    text = serialize_transcript(messages)
+    if len(text.encode("utf-8", errors="surrogatepass")) <= budget:
+        return True
+    return count_text_tokens(text, encoding) <= budget
+
+
+def tool_units(messages: Sequence[Message]) -> list[range]:
+    """The spans a chunk must not split: each tool call with the messages up to its result."""
+    answered: dict[str, int] = {}
+    for index, message in enumerate(messages):
+        for tool_id in tool_result_ids(message):
+            answered.setdefault(tool_id, index)
+    units: list[range] = []
+    start = end = 0
+    for index, message in enumerate(messages):
+        if index > end:
+            units.append(range(start, end + 1))
+            start = index
+        results = (answered.get(tool_id, index) for tool_id in tool_use_ids(message))
+        end = max(end, index, *results)
+    if messages:
+        units.append(range(start, end + 1))
+    return units
+
+
+def chunk_messages(
+    messages: Sequence[Message],
+    budget: int,
+    encoding: str | None = None,
+    *,
+    unit_limit: int | None = None,
+    summaries_alone: bool = True,
+) -> list[Chunk]:
+    """`messages` in order, packed into chunks of at most `budget` transcript tokens.
+
+    A unit (`tool_units`) over `unit_limit` (default: the budget) is cut to it. With
+    `summaries_alone`, each earlier summary is a chunk of its own, marked `summary`.
+    """
+    limit = min(budget, unit_limit or budget)
+    costs = message_costs(messages, encoding)
+    chunks: list[Chunk] = []
+    current: list[Message] = []
+    tokens = 0
+    cut = False
+    for unit in tool_units(messages):
+        members = [messages[i] for i in unit]
+        cost = sum(costs[i] for i in unit)
+        alone = summaries_alone and len(members) == 1 and is_summary_message(members[0])
+        was_cut = cost > limit
+        if was_cut:
+            members = cut_to_fit(members, limit - _SEPARATOR, encoding)
+            cost = sum(message_costs(members, encoding))
+        if current and (alone or tokens + cost > budget):
+            chunks.append(Chunk(current, tokens, cut))
+            current, tokens, cut = [], 0, False
+        if alone:
+            chunks.append(Chunk(members, cost, was_cut, summary=True))
+            continue
+        current.extend(members)
+        tokens += cost
+        cut = cut or was_cut
+    if current:
+        chunks.append(Chunk(current, tokens, cut))
+    return chunks
+
+
+def cut_to_fit(
+    messages: Sequence[Message], budget: int, encoding: str | None = None
+) -> list[Message]:
+    """Copies of `messages` whose transcript takes at most `budget` tokens.
+
+    Every string longer than a common cap keeps its head and tail around a truncation
+    marker; the cap is the largest that fits (water-filling, checked by counting). When
+    even the markers alone do not fit, the messages become one text message: the head of
+    their transcript and a marker.
+    """
+    encode = get_encoding(encoding).encode_ordinary
+    tokens: dict[str, list[int]] = {}
+
+    def measure(text: str) -> list[int]:
+        if text not in tokens:
+            tokens[text] = encode(text)
+        return tokens[text]
+
+    def cost(copy: Sequence[Message]) -> int:
+        return sum(message_costs(copy, encoding))
+
+    def cut_all(cap: int) -> list[Message]:
+        return [_map_strings(m, lambda s: _cut(s, cap, measure, encoding)) for m in messages]
+
+    floor = cut_all(0)
+    fixed = cost(floor)
+    if fixed <= budget:
+        sizes = sorted(
+            n for m in messages for s in _strings(m) if (n := len(measure(s))) > _MIN_CUT
+        )
+        cap = _water_level(sizes, budget - fixed)
+        for _ in range(_CUT_ATTEMPTS):
+            copy = cut_all(cap)
+            if cost(copy) <= budget:
+                return copy
+            cap = cap * 4 // 5
+        return floor
+    return _flattened(messages, budget, encoding)
+
+
+def _water_level(sizes: Sequence[int], room: int) -> int:
+    """The largest cap with sum(min(size, cap)) <= room (sizes sorted ascending)."""
+    spent = 0
+    for index, size in enumerate(sizes):
+        left = len(sizes) - index
+        if spent + size * left > room:
+            return max(0, (room - spent) // left)
+        spent += size
+    return sizes[-1] if sizes else 0
+
+
+def _cut(text: str, cap: int, measure: Callable[[str], list[int]], encoding: str | None) -> str:
+    """`text` whole when it has at most `cap` tokens (or too few to cut), else its first
+    two thirds of `cap` tokens, a marker and its last third."""
+    ids = measure(text)
+    if len(ids) <= max(cap, _MIN_CUT):
+        return text
+    enc = get_encoding(encoding)
+    head_ids = ids[: cap * 2 // 3]
+    tail_ids = ids[len(ids) - (cap - len(head_ids)) :] if cap > len(head_ids) else []
+    head = enc.decode_bytes(head_ids).decode("utf-8", errors="ignore")
+    tail = enc.decode_bytes(tail_ids).decode("utf-8", errors="ignore")
+    return "\n".join(part for part in (head, truncation_marker(len(ids)), tail) if part)
+
+
+def _flattened(messages: Sequence[Message], budget: int, encoding: str | None) -> list[Message]:
+    enc = get_encoding(encoding)
+    text = serialize_transcript(messages)
+    ids = enc.encode_ordinary(text)
+    keep = max(0, budget - 64)
+    while True:
+        head = enc.decode_bytes(ids[:keep]).decode("utf-8", errors="ignore")
+        message: Message = {"role": "user", "content": f"{head}\n{truncation_marker(len(ids))}"}
+        if keep == 0 or sum(message_costs([message], encoding)) <= budget:
+            return [message]
+        keep = keep * 4 // 5
+
+
+def _strings(value: Any) -> list[str]:
+    found: list[str] = []
+
+    def collect(text: str) -> str:
+        found.append(text)
+        return text
+
+    _map_strings(value, collect)
+    return found
+
+
+#: Keys whose string values are what a message says; ids, names and types stay whole.
+_CUTTABLE: Final = frozenset({"content", "text", "thinking", "input"})
+
+
+def _map_strings(value: Any, change: Callable[[str], str], key: str = "content") -> Any:
+    """`value` with `change` applied to the strings a transcript shows as message text;
+    containers are copied only when something in them changed."""
+    if isinstance(value, str):
+        return change(value) if key in _CUTTABLE else value
+    if isinstance(value, dict):
+        inside = key == "input"  # every string of a tool's input is its content
+        items = {k: _map_strings(v, change, key if inside else k) for k, v in value.items()}
+        return value if all(items[k] is value[k] for k in value) else items
+    if isinstance(value, list):
+        mapped = [_map_strings(v, change, key) for v in value]
+        return value if all(a is b for a, b in zip(mapped, value, strict=True)) else mapped
+    return value

@@ -1,0 +1,142 @@
+"""Summaries of middles larger than one summarizer request (`Policy.summary_input_limit`).
+
+A middle whose request fits is summarized in one request. A larger one is summarized in
+parts (map) whose summaries are then merged (reduce), as many levels as needed, so no
+request carries more than the limit: `chunking` cuts the middle into chunks that respect
+tool pairs; each chunk's summary becomes a summary message; earlier summaries in the
+middle are not summarized again but merged with the part summaries; while the summaries
+together are still too large for one request, groups of them are merged first. The last
+request merges everything into the one summary; it is returned with the text, so the
+retention check can ask it again. A `summary_chunk` event reports each request of a parted
+run (`chunk` of `chunks` at `level`), so a background job can show its progress.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Final
+
+from .chunking import Chunk, chunk_messages, cut_to_fit, fits, message_costs
+from .messages import Message, make_summary_message
+from .policy import Policy
+from .report import RunReport
+from .summarizers.base import SummaryRequest
+from .summarizers.prompt import prompt_overhead_tokens
+from .tokens import count_text_tokens
+
+__all__ = ["PartedSummary", "transcript_budget"]
+
+#: Tokens kept free under the limit besides the prompt: 1% for joins and rounding.
+_MARGIN_SHARE: Final = 0.01
+_MARGIN_MIN: Final = 16
+
+
+def transcript_budget(request: SummaryRequest, limit: int, encoding: str | None) -> int:
+    """The transcript tokens one request built from `request` may carry under `limit`."""
+    margin = max(_MARGIN_MIN, int(limit * _MARGIN_SHARE))
+    return max(1, limit - prompt_overhead_tokens(request, encoding) - margin)
+
+
+@dataclass(frozen=True)
+class PartedSummary:
+    """Summarizes a middle within the policy's `summary_input_limit` (module doc)."""
+
+    policy: Policy
+    report: RunReport
+    summarize: Callable[[SummaryRequest], str]  # one request, with the engine's retries
+    summarizer: str
+
+    @property
+    def encoding(self) -> str:
+        return self.policy.encoding
+
+    def run(self, request: SummaryRequest) -> tuple[str, SummaryRequest]:
+        """The summary of `request.messages`, and the last request that made it."""
+        budget = transcript_budget(request, self.policy.summary_input_limit, self.encoding)
+        if fits(request.messages, budget, self.encoding):
+            return self.summarize(request), request
+        chunks = chunk_messages(request.messages, budget, self.encoding)
+        if len(chunks) == 1 and not chunks[0].summary:  # one unit, cut to fit
+            final = replace(request, messages=chunks[0].messages)
+            return self.summarize(final), final
+        items = self._map(request, chunks)
+        level = 2
+        items = self._shrunk(items, budget // 2)
+        while not fits(items, budget, self.encoding):
+            items = self._reduce(request, items, budget, level)
+            level += 1
+        final = replace(request, messages=items, part=None)
+        self._progress(1, 1, level, len(items), merge=True)
+        return self.summarize(final), final
+
+    def _map(self, request: SummaryRequest, chunks: Sequence[Chunk]) -> list[Message]:
+        """Each chunk's summary as a summary message; earlier summaries pass through."""
+        count = sum(1 for chunk in chunks if not chunk.summary)
+        items: list[Message] = []
+        index = 0
+        for chunk in chunks:
+            if chunk.summary:
+                items.extend(chunk.messages)
+                continue
+            index += 1
+            self._progress(index, count, 1, len(chunk.messages), cut=chunk.cut)
+            part = replace(request, messages=chunk.messages, part=(index, count))
+            items.append(self._summary_message(self.summarize(part), 1, len(chunk.messages)))
+        return items
+
+    def _reduce(
+        self, request: SummaryRequest, items: list[Message], budget: int, level: int
+    ) -> list[Message]:
+        """Merge groups of summaries that fit one request; a group of one stays as it is.
+
+        Every item is at most half the budget, so each group but the last holds two or more
+        and every level has fewer items than the one before.
+        """
+        groups = chunk_messages(items, budget, self.encoding, summaries_alone=False)
+        merged = [group for group in groups if len(group.messages) > 1]
+        out: list[Message] = []
+        index = 0
+        for group in groups:
+            if len(group.messages) == 1:
+                out.extend(group.messages)
+                continue
+            index += 1
+            self._progress(index, len(merged), level, len(group.messages))
+            part = replace(request, messages=group.messages, part=None)
+            out.append(self._summary_message(self.summarize(part), level, len(group.messages)))
+        return self._shrunk(out, budget // 2)
+
+    def _shrunk(self, items: list[Message], limit: int) -> list[Message]:
+        """`items` with each one over `limit` transcript tokens cut to it."""
+        costs = message_costs(items, self.encoding)
+        return [
+            cut_to_fit([item], limit, self.encoding)[0] if cost > limit else item
+            for item, cost in zip(items, costs, strict=True)
+        ]
+
+    def _summary_message(self, text: str, level: int, messages: int) -> Message:
+        return make_summary_message(
+            text, summarizer=self.summarizer, part_level=level, message_count=messages
+        )
+
+    def _progress(self, chunk: int, chunks: int, level: int, messages: int, **flags: bool) -> None:
+        detail = {"chunk": chunk, "chunks": chunks, "level": level, "messages": messages}
+        detail.update({name: True for name, value in flags.items() if value})
+        self.report.emit("summary_chunk", detail=detail)
+
+    def identifiers_that_fit(
+        self, final: SummaryRequest, identifiers: Sequence[str]
+    ) -> tuple[str, ...]:
+        """The first of `identifiers` that a re-ask of `final` can list under the limit."""
+        listed = replace(final, required_identifiers=("x",))
+        budget = transcript_budget(listed, self.policy.summary_input_limit, self.encoding)
+        room = budget - sum(message_costs(final.messages, self.encoding))
+        kept: list[str] = []
+        for identifier in identifiers:
+            cost = count_text_tokens(f"- {identifier}\n", self.encoding) + 1
+            if cost > room:
+                break
+            room -= cost
+            kept.append(identifier)
+        return tuple(kept)

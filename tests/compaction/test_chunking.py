@@ -1,0 +1,121 @@
+"""Chunks of a middle for summarizer requests: tool pairs whole, every chunk under budget."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from compaction.chunking import chunk_messages, cut_to_fit, fits, message_costs, tool_units
+from compaction.messages import is_summary_message, tool_result_ids, tool_use_ids
+from compaction.summarizers.prompt import serialize_transcript
+from compaction.tokens import count_text_tokens
+from tests.support.histories import assistant, exchange, histories, tool_results, user
+
+CI = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def transcript_tokens(messages) -> int:
+    return count_text_tokens(serialize_transcript(messages))
+
+
+@CI
+@given(histories(max_rounds=8), st.integers(60, 3000))
+def test_chunks_keep_tool_pairs_and_fit_the_budget(messages, budget):
+    chunks = chunk_messages(messages, budget)
+
+    where: dict[str, int] = {}
+    for number, chunk in enumerate(chunks):
+        assert transcript_tokens(chunk.messages) <= budget
+        assert sum(message_costs(chunk.messages)) <= budget or chunk.cut
+        for message in chunk.messages:
+            for tool_id in tool_use_ids(message):
+                where[tool_id] = number
+    for number, chunk in enumerate(chunks):
+        for message in chunk.messages:
+            for tool_id in tool_result_ids(message):
+                assert where.get(tool_id, number) == number, f"{tool_id} split from its call"
+
+
+@CI
+@given(histories(max_rounds=8), st.integers(60, 3000))
+def test_chunks_hold_the_messages_in_order_and_summaries_alone(messages, budget):
+    chunks = chunk_messages(messages, budget)
+
+    kept = [m for chunk in chunks if not chunk.cut for m in chunk.messages]
+    positions = [next(i for i, o in enumerate(messages) if o is m) for m in kept]
+    assert positions == sorted(positions)
+    if not any(chunk.cut for chunk in chunks):
+        assert [m for chunk in chunks for m in chunk.messages] == messages
+    for chunk in chunks:
+        if any(is_summary_message(m) for m in chunk.messages):
+            assert chunk.summary
+            assert len(chunk.messages) == 1
+
+
+def test_tool_units_span_each_call_to_its_result():
+    messages = [
+        user("go"),
+        *exchange("a", "Read"),
+        assistant("now two at once"),
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "b", "name": "Read", "input": {}},
+                {"type": "tool_use", "id": "c", "name": "Bash", "input": {}},
+            ],
+        },
+        tool_results(("b", "x"), ("c", "y")),
+    ]
+
+    assert [list(unit) for unit in tool_units(messages)] == [[0], [1, 2], [3], [4, 5]]
+
+
+@CI
+@given(
+    st.lists(st.integers(0, 6000), min_size=1, max_size=4),
+    st.integers(40, 2500),
+)
+def test_cut_to_fit_always_fits(sizes, budget):
+    text = " ".join(f"w{i}" for i in range(max(sizes)))
+    blocks = [
+        {"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {"command": text[: size * 3]}}
+        for n, size in enumerate(sizes)
+    ]
+    results = [
+        {"type": "tool_result", "tool_use_id": f"t{n}", "content": text[: size * 4]}
+        for n, size in enumerate(sizes)
+    ]
+    unit = [{"role": "assistant", "content": blocks}, {"role": "user", "content": results}]
+
+    cut = cut_to_fit(unit, budget)
+
+    assert sum(message_costs(cut)) <= budget
+    assert transcript_tokens(cut) <= budget
+
+
+def test_a_cut_keeps_ids_names_head_tail_and_a_marker():
+    log = " ".join(f"step{i}" for i in range(5000))
+    unit = exchange("t1", "Bash", {"command": "make"}, log)
+
+    cut = cut_to_fit(unit, 400)
+
+    assert [tool_use_ids(m) for m in cut] == [["t1"], []]
+    assert tool_result_ids(cut[1]) == ["t1"]
+    result = cut[1]["content"][0]["content"]
+    assert result.startswith("step0 step1")
+    assert result.endswith("step4999")
+    assert "[TRUNCATED original~" in result
+    assert cut[0]["content"][0]["input"] == {"command": "make"}  # short strings stay whole
+    assert unit[1]["content"][0]["content"] == log  # the original is untouched
+
+
+def test_fits_is_exact_around_the_budget():
+    messages = [user("alpha " * 300)]
+    tokens = transcript_tokens(messages)
+
+    assert fits(messages, tokens)
+    assert not fits(messages, tokens - 1)
