@@ -18,8 +18,6 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from compaction.tokens import _message_pieces, get_encoding
-
 __all__ = [
     "fastest",
     "goal",
@@ -61,11 +59,15 @@ def fastest(runs: int, **actions: Callable[[], object]) -> dict[str, float]:
 def raw_pieces(history: Iterable[Any]) -> list[str]:
     """The texts count_tokens encodes for `history` (texts, tool names, tool input JSON,
     tool result texts): the input of the raw tiktoken baseline."""
+    from compaction.tokens import _message_pieces  # not at import: the server scripts skip it
+
     return [piece for message in history for piece in _message_pieces(message, "message")[0]]
 
 
 def raw_tiktoken_pass(pieces: Sequence[str]) -> Callable[[], int]:
     """One plain `encode_ordinary` pass over `pieces` (the baseline the ratios divide by)."""
+    from compaction.tokens import get_encoding
+
     encode = get_encoding().encode_ordinary
 
     def run() -> int:
@@ -100,6 +102,7 @@ def langchain_trim(history: list[Any], max_tokens: int, runs: int) -> tuple[floa
         from langchain_core.messages import BaseMessage, trim_messages
     except ImportError:
         return None
+    from compaction.tokens import get_encoding
 
     encode = get_encoding().encode_ordinary
 
