@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from django import forms
@@ -14,7 +15,7 @@ from django.utils.html import format_html
 
 from compaction import ArchiveError, PolicyError
 
-from .models import ApiKey, Compaction, CompactionJob, CompactionProfile, Session
+from .models import ApiKey, Compaction, CompactionJob, CompactionProfile, Session, SummarizerConfig
 from .services.reverting import read_archive
 
 #: Fields that are ratios in (0, 1].
@@ -34,6 +35,7 @@ class CompactionProfileForm(forms.ModelForm):  # type: ignore[type-arg]
             "description",
             "is_default",
             "summarizer",
+            "summarizer_config",
             *CompactionProfile.POLICY_FIELDS,
         )
 
@@ -83,7 +85,19 @@ class CompactionProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_editable = ("enabled",)
     search_fields = ("name", "description")
     fieldsets = (
-        (None, {"fields": ("name", "description", "is_default", "enabled", "summarizer")}),
+        (
+            None,
+            {
+                "fields": (
+                    "name",
+                    "description",
+                    "is_default",
+                    "enabled",
+                    "summarizer",
+                    "summarizer_config",
+                )
+            },
+        ),
         (
             "Trigger (seed 000 F-002, 001 REQ-3.1)",
             {
@@ -108,6 +122,7 @@ class CompactionProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                     "max_retries",
                     "retry_backoff_seconds",
                     "summary_timeout_seconds",
+                    "summary_input_limit",
                     "min_recall",
                 )
             },
@@ -142,6 +157,45 @@ class CompactionProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             },
         ),
     )
+
+
+@admin.register(SummarizerConfig)
+class SummarizerConfigAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Named summarizers (docs/summarizers.md); SummarizerConfig.clean() refuses what cannot
+    work, each problem on its field."""
+
+    list_display = ("name", "provider", "model", "base_url", "api_key_env", "used_by", "updated_at")
+    list_filter = ("provider",)
+    search_fields = ("name", "description", "model")
+    fields = (
+        "name",
+        "description",
+        "provider",
+        "model",
+        "base_url",
+        "api_key_env",
+        "max_tokens",
+        "timeout_seconds",
+        "class_path",
+    )
+
+    @admin.display(description="Profiles")
+    def used_by(self, obj: SummarizerConfig) -> str:
+        return ", ".join(obj.profiles.values_list("name", flat=True)) or "-"
+
+    def save_model(
+        self, request: HttpRequest, obj: SummarizerConfig, form: Any, change: bool
+    ) -> None:
+        super().save_model(request, obj, form, change)
+        # A warning, not a refusal: the workers that compact may have an environment of
+        # their own; each compaction reads the variable when it runs.
+        if obj.api_key_env and not os.environ.get(obj.api_key_env):
+            self.message_user(
+                request,
+                f"{obj.api_key_env} is not set in this server's environment: compactions "
+                f"with {obj.name!r} fail until it is set where they run.",
+                level=messages.WARNING,
+            )
 
 
 @admin.register(Session)

@@ -20,6 +20,7 @@ from django.db import models
 from compaction import Policy
 
 from .jsontext import JSONTextField
+from .summarizer_config import SummarizerConfig as SummarizerConfig  # re-exported
 
 _ratio = [MinValueValidator(0.0), MaxValueValidator(1.0)]
 
@@ -37,6 +38,16 @@ class CompactionProfile(models.Model):
     is_default = models.BooleanField(default=False, help_text="Used when a session names none.")
     summarizer = models.CharField(
         max_length=16, choices=SummarizerKind.choices, default=SummarizerKind.AUTO
+    )
+    summarizer_config = models.ForeignKey(
+        SummarizerConfig,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,  # deleting a configuration in use must not switch models
+        related_name="profiles",
+        verbose_name="summarizer configuration",
+        help_text="When set, writes this profile's summaries (the summarizer choice and "
+        "summary_model are then unused). See docs/summarizers.md.",
     )
     # Policy fields (compaction.Policy): same names, same defaults.
     encoding = models.CharField(max_length=32, default="o200k_base")
@@ -57,6 +68,13 @@ class CompactionProfile(models.Model):
     max_retries = models.PositiveIntegerField(default=2)
     retry_backoff_seconds = models.FloatField(default=1.0, validators=[MinValueValidator(0.0)])
     summary_timeout_seconds = models.FloatField(default=30.0, validators=[MinValueValidator(0.1)])
+    # The Policy's default and bounds (a 128k-token model's share; room for the prompt).
+    summary_input_limit = models.PositiveIntegerField(
+        default=100_000,
+        validators=[MinValueValidator(2_000), MaxValueValidator(10_000_000)],
+        help_text="Tokens one summary request may carry; a larger middle is summarized in "
+        "parts, then the part summaries are merged.",
+    )
     steps = models.JSONField(default=list, blank=True)
     tool_blocks_keep_recent = models.PositiveIntegerField(default=5)
     tool_call_threshold = models.PositiveIntegerField(default=500)
@@ -91,6 +109,7 @@ class CompactionProfile(models.Model):
         "max_retries",
         "retry_backoff_seconds",
         "summary_timeout_seconds",
+        "summary_input_limit",
         "steps",
         "tool_blocks_keep_recent",
         "tool_call_threshold",

@@ -1,19 +1,63 @@
-"""Which profile, policy and summarizer a session uses, read fresh on every call (REQ-3.5)."""
+"""Which profile, policy and summarizer a session uses, read fresh on every call (REQ-3.5).
+
+A profile's summarizer comes from its summarizer configuration (`SummarizerConfig`,
+docs/summarizers.md) when it has one; else from its `summarizer` choice and the settings
+(ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, CTXWEB_SUMMARY_MODEL), as before configurations.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Iterable
+from typing import Any
 
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from compaction import AnthropicSummarizer, ExtractiveSummarizer, Policy, PolicyError, Summarizer
+from compaction import (
+    AnthropicSummarizer,
+    ExtractiveSummarizer,
+    OpenAISummarizer,
+    Policy,
+    PolicyError,
+    Summarizer,
+)
 
-from ..models import CompactionProfile, Session
+from ..models import CompactionProfile, Session, SummarizerConfig
+from ..summarizer_config import constructor_kwargs, load_summarizer_class
+from .errors import InvalidInput, Problem, Unavailable
 
-__all__ = ["default_profile", "policy_for", "profile_for", "summarizer_for"]
+__all__ = [
+    "ProfileInputError",
+    "default_profile",
+    "policy_for",
+    "profile_for",
+    "summarizer_for",
+    "summary_model",
+]
 
 logger = logging.getLogger("sessions_app")
+
+Provider = SummarizerConfig.Provider
+
+
+# The two bases disagree on `field` (InvalidInput's constructor, PolicyError's attribute):
+# on an instance it is PolicyError's, the field's name, as the PolicyError handlers read it.
+class ProfileInputError(InvalidInput, PolicyError):  # type: ignore[misc]
+    """A profile or summarizer choice the caller cannot use: an InvalidInput (422).
+
+    Also the engine's PolicyError (with its `field`, and the same `field: message` text)
+    so that callers still catching PolicyError answer it exactly as before.
+    """
+
+    def __init__(self, problems: Iterable[Problem]) -> None:
+        self.problems = tuple(problems)
+        if not self.problems:
+            raise TypeError("ProfileInputError needs at least one problem")
+        self.field = self.problems[0].path  # type: ignore[method-assign,assignment]
+        # Not InvalidInput.__init__: its super() call would reach PolicyError's signature.
+        Exception.__init__(self, "; ".join(f"{p.path}: {p.message}" for p in self.problems))
 
 
 def default_profile() -> CompactionProfile:
@@ -28,13 +72,14 @@ def default_profile() -> CompactionProfile:
 def profile_for(session: Session | None, name: str | None = None) -> CompactionProfile:
     """The profile named `name`, else the session's, else the default; always a fresh read.
 
-    An unknown name is a PolicyError on the field `profile` (a 422 in the API).
+    An unknown name is an InvalidInput (a ProfileInputError) on the field `profile`: a 422
+    in the API.
     """
     if name:
         profile = CompactionProfile.objects.filter(name=name).first()
         if profile is None:
             known = ", ".join(CompactionProfile.objects.values_list("name", flat=True))
-            raise PolicyError("profile", f"unknown profile {name!r}; known: {known}")
+            raise ProfileInputError.field("profile", f"unknown profile {name!r}; known: {known}")
         return profile
     if session is not None and session.profile_id is not None:
         profile = CompactionProfile.objects.filter(pk=session.profile_id).first()
@@ -51,28 +96,37 @@ def policy_for(session: Session | None, profile: CompactionProfile | None = None
 
 
 def summary_model(profile: CompactionProfile) -> str:
-    """The summary model: the profile's, else settings.CTXWEB_SUMMARY_MODEL."""
+    """The summary model: the configuration's, else the profile's, else CTXWEB_SUMMARY_MODEL."""
+    config = _config_of(profile)
+    if config is not None:
+        return config.model if config.provider != Provider.EXTRACTIVE else ""
     return profile.summary_model or str(getattr(settings, "CTXWEB_SUMMARY_MODEL", "") or "")
 
 
 def summarizer_for(profile: CompactionProfile) -> Summarizer:
     """The summarizer a profile asks for.
 
-    `auto`: AnthropicSummarizer when an API key and a model are configured, else
-    ExtractiveSummarizer. settings.CTXWEB_SUMMARIZER_CLASS (the dotted path of a class or function
-    taking the profile and returning a Summarizer) overrides everything: plug-ins and test
-    fakes use it.
+    With a summarizer configuration: the one it describes (`_configured`). Without one,
+    the profile's `summarizer` choice: `auto` is AnthropicSummarizer when an API key and a
+    model are configured, else ExtractiveSummarizer. settings.CTXWEB_SUMMARIZER_CLASS (the
+    dotted path of a class or function taking the profile and returning a Summarizer)
+    overrides everything: plug-ins and test fakes use it.
     """
     override = str(getattr(settings, "CTXWEB_SUMMARIZER_CLASS", "") or "")
     if override:
         factory = import_string(override)
         summarizer: Summarizer = factory(profile)
         return summarizer
+    config = _config_of(profile)
+    if config is not None:
+        return _configured(config, profile)
     kind = profile.summarizer
     model = summary_model(profile)
     api_key = str(getattr(settings, "ANTHROPIC_API_KEY", "") or "")
     if kind == CompactionProfile.SummarizerKind.ANTHROPIC and not model:
-        raise PolicyError("summary_model", "the anthropic summarizer needs a summary model")
+        raise ProfileInputError.field(
+            "summary_model", "the anthropic summarizer needs a summary model"
+        )
     if kind == CompactionProfile.SummarizerKind.ANTHROPIC or (
         kind == CompactionProfile.SummarizerKind.AUTO and api_key and model
     ):
@@ -81,11 +135,83 @@ def summarizer_for(profile: CompactionProfile) -> Summarizer:
             max_tokens=profile.summary_max_tokens,
             timeout=profile.summary_timeout_seconds,
             api_key=api_key or None,
-            base_url=str(getattr(settings, "ANTHROPIC_BASE_URL", "") or "") or None,
+            base_url=_setting("ANTHROPIC_BASE_URL"),
         )
-    return _extractive(profile)
+    return ExtractiveSummarizer()
 
 
-def _extractive(profile: CompactionProfile) -> Summarizer:
-    summarizer: Summarizer = ExtractiveSummarizer()
-    return summarizer
+def _config_of(profile: CompactionProfile) -> SummarizerConfig | None:
+    if profile.summarizer_config_id is None:
+        return None
+    config: SummarizerConfig | None = profile.summarizer_config
+    return config
+
+
+def _configured(config: SummarizerConfig, profile: CompactionProfile) -> Summarizer:
+    """The summarizer `config` describes, its key read from the named env var now.
+
+    Raises Unavailable, naming the configuration, when it cannot be built here: its key's
+    environment variable is not set, the provider's SDK is not installed, or its custom
+    class no longer imports or refuses the arguments. No compaction is attempted then.
+    """
+    if config.provider == Provider.EXTRACTIVE:
+        return ExtractiveSummarizer()
+    values: dict[str, Any] = {
+        "model": config.model.strip() or None,
+        "base_url": config.base_url.strip() or None,
+        "api_key": _api_key(config),
+        "max_tokens": config.max_tokens,  # None: the request's cap, summary_max_tokens
+        "timeout": config.timeout_seconds or profile.summary_timeout_seconds,
+    }
+    try:
+        return _build(config, values)
+    except Unavailable:
+        raise
+    except Exception as error:  # an SDK not installed, a custom constructor failing...
+        logger.exception("summarizer configuration %r cannot be used", config.name)
+        raise Unavailable(
+            f"summarizer configuration {config.name!r} cannot be used: {error}"
+        ) from error
+
+
+def _build(config: SummarizerConfig, values: dict[str, Any]) -> Summarizer:
+    model = values.pop("model")
+    if config.provider == Provider.ANTHROPIC:
+        values["api_key"] = values["api_key"] or _setting("ANTHROPIC_API_KEY")
+        values["base_url"] = values["base_url"] or _setting("ANTHROPIC_BASE_URL")
+        return AnthropicSummarizer(model or "", **values)
+    if config.provider == Provider.OPENAI:
+        # No key and no base URL: the SDK reads OPENAI_API_KEY and OPENAI_BASE_URL.
+        return OpenAISummarizer(model or "", **values)
+    if config.provider != Provider.CUSTOM:
+        raise ValueError(f"unknown provider {config.provider!r}")
+    cls = load_summarizer_class(config.class_path.strip())
+    made = cls(**constructor_kwargs(cls, {"model": model, **values}))
+    if not isinstance(made, Summarizer):
+        raise Unavailable(
+            f"summarizer configuration {config.name!r}: {config.class_path} made a "
+            f"{type(made).__name__}, not a summarizer (summarize(request) and name)"
+        )
+    return made
+
+
+def _api_key(config: SummarizerConfig) -> str | None:
+    """The key in the environment variable the configuration names, read now.
+
+    None when it names none (the provider's defaults apply); Unavailable when the variable
+    is unset or empty: never another key in its place.
+    """
+    name = config.api_key_env.strip()
+    if not name:
+        return None
+    key = os.environ.get(name, "")
+    if not key:
+        raise Unavailable(
+            f"summarizer configuration {config.name!r} reads its API key from the "
+            f"environment variable {name}, which is not set where this compaction runs"
+        )
+    return key
+
+
+def _setting(name: str) -> str | None:
+    return str(getattr(settings, name, "") or "") or None

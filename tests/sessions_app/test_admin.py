@@ -36,9 +36,9 @@ def form_data(profile: CompactionProfile, **changes: Any) -> dict[str, Any]:
     data.pop("id", None)
     for key in ("steps", "file_view_tools"):
         data[key] = json.dumps(data[key])
-    data["hard_limit"] = "" if data["hard_limit"] is None else data["hard_limit"]
     data.update(changes)
-    return {k: v for k, v in data.items() if v is not False}
+    # A form posts an empty value for None (hard_limit, summarizer_config), and omits False.
+    return {k: "" if v is None else v for k, v in data.items() if v is not False}
 
 
 @pytest.mark.parametrize(

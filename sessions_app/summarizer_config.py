@@ -1,0 +1,185 @@
+"""Named summarizer configurations: which model writes a profile's summaries, and how.
+
+A `SummarizerConfig` is edited in the admin and referenced by any number of compaction
+profiles. It stores the provider, the model, the base URL, the *name* of the environment
+variable that holds the API key (never the key itself), max tokens and a timeout; a
+user-defined summarizer is a class named by its dotted path. `clean()` refuses a
+configuration that cannot work, each problem on its field. See docs/summarizers.md.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.utils.module_loading import import_string
+
+__all__ = [
+    "CONSTRUCTOR_KEYWORDS",
+    "MAX_TIMEOUT_SECONDS",
+    "SummarizerConfig",
+    "constructor_kwargs",
+    "load_summarizer_class",
+]
+
+#: The keyword arguments a custom summarizer class may accept (docs/summarizers.md).
+CONSTRUCTOR_KEYWORDS: Final = ("model", "base_url", "api_key", "max_tokens", "timeout")
+#: The engine's bound on a summary request's timeout (Policy.summary_timeout_seconds).
+MAX_TIMEOUT_SECONDS: Final = 600.0
+#: No model writes a longer answer; a larger value is a typo.
+MAX_OUTPUT_TOKENS: Final = 1_000_000
+
+_env_name = RegexValidator(
+    r"^[A-Za-z_][A-Za-z0-9_]*\Z",
+    "Enter the name of an environment variable (letters, digits and underscores, not "
+    "starting with a digit), not the key itself.",
+)
+
+
+def load_summarizer_class(path: str) -> type[Any]:
+    """The summarizer class at the dotted `path`; ValueError saying why it is not one.
+
+    A summarizer class defines a `summarize(request)` method and a `name` (a class
+    attribute or a property), as `compaction.Summarizer` asks.
+    """
+    try:
+        target = import_string(path)
+    except Exception as error:  # ImportError, but also whatever the module raises on import
+        raise ValueError(f"Cannot import {path!r}: {error}") from error
+    if not inspect.isclass(target):
+        raise ValueError(f"{path!r} is not a class.")
+    if not callable(getattr(target, "summarize", None)) or not hasattr(target, "name"):
+        raise ValueError(
+            f"{path!r} is not a summarizer: it needs a summarize(request) method and a name."
+        )
+    return target
+
+
+def constructor_kwargs(cls: type[Any], values: dict[str, Any]) -> dict[str, Any]:
+    """The subset of `values` that `cls(...)` accepts by keyword (all of them with **kwargs).
+
+    Raises ValueError when the constructor needs an argument the configuration cannot give.
+    """
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):  # no introspectable signature: offer nothing
+        return {}
+    params = signature.parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        accepted = dict(values)
+    else:
+        by_keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        accepted = {k: v for k, v in values.items() if k in params and params[k].kind in by_keyword}
+    try:
+        signature.bind(**accepted)
+    except TypeError as error:
+        raise ValueError(
+            f"Its constructor cannot be called with the keywords a configuration gives "
+            f"({', '.join(CONSTRUCTOR_KEYWORDS)}): {error}"
+        ) from error
+    return accepted
+
+
+class SummarizerConfig(models.Model):
+    """A named summarizer: provider, model, endpoint and the env var holding its key."""
+
+    class Provider(models.TextChoices):
+        EXTRACTIVE = "extractive", "Extractive (offline, deterministic)"
+        ANTHROPIC = "anthropic", "Anthropic Messages API (or a compatible server)"
+        OPENAI = "openai", "OpenAI Chat Completions (Azure, Ollama, vLLM, OpenRouter...)"
+        CUSTOM = "custom", "Custom class (dotted path)"
+
+    #: Providers that call a model, and so need its name.
+    MODEL_PROVIDERS: Final = (Provider.ANTHROPIC, Provider.OPENAI)
+
+    name = models.SlugField(max_length=64, unique=True)
+    description = models.TextField(blank=True)
+    provider = models.CharField(
+        max_length=16, choices=Provider.choices, default=Provider.EXTRACTIVE
+    )
+    model = models.CharField(
+        max_length=200, blank=True, help_text="Required for anthropic and openai, e.g. gpt-4o-mini."
+    )
+    base_url = models.CharField(
+        "base URL",
+        max_length=500,
+        blank=True,
+        help_text="http(s) URL of the API; empty: the provider's own (or its *_BASE_URL env var).",
+    )
+    api_key_env = models.CharField(
+        "API key environment variable",
+        max_length=128,
+        blank=True,
+        validators=[_env_name],
+        help_text="The NAME of the environment variable holding the key (e.g. OPENAI_API_KEY), "
+        "read when a compaction runs; the key itself is never stored.",
+    )
+    max_tokens = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_OUTPUT_TOKENS)],
+        help_text="Cap of one summary answer; empty: the profile's summary_max_tokens.",
+    )
+    timeout_seconds = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MaxValueValidator(MAX_TIMEOUT_SECONDS)],
+        help_text="Per request, in (0, 600]; empty: the profile's summary_timeout_seconds.",
+    )
+    class_path = models.CharField(
+        "class path",
+        max_length=300,
+        blank=True,
+        help_text="Custom provider only: dotted path of a summarizer class.",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        app_label = "sessions_app"
+        ordering = ["name"]
+        verbose_name = "summarizer configuration"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.provider}{f': {self.model}' if self.model else ''})"
+
+    def clean(self) -> None:
+        """Refuse a configuration that cannot work, each problem on its field."""
+        errors: dict[str, str] = {}
+        if self.provider in self.MODEL_PROVIDERS and not self.model.strip():
+            errors["model"] = f"The {self.provider} provider needs a model name."
+        if self.base_url and not _is_http_url(self.base_url):
+            errors["base_url"] = "Enter an http:// or https:// URL with a host."
+        if self.timeout_seconds is not None and not self.timeout_seconds > 0:
+            errors["timeout_seconds"] = "Must be more than 0 seconds."
+        class_error = self._class_path_error()
+        if class_error:
+            errors["class_path"] = class_error
+        if errors:
+            raise ValidationError(errors)
+
+    def _class_path_error(self) -> str | None:
+        if self.provider != self.Provider.CUSTOM:
+            return "Only used by the custom provider: clear it." if self.class_path else None
+        if not self.class_path.strip():
+            return "The custom provider needs the dotted path of a summarizer class."
+        try:
+            cls = load_summarizer_class(self.class_path.strip())
+            constructor_kwargs(cls, dict.fromkeys(CONSTRUCTOR_KEYWORDS))
+        except ValueError as error:
+            return str(error)
+        return None
+
+
+def _is_http_url(value: str) -> bool:
+    if any(ch.isspace() for ch in value):
+        return False
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 -- raises ValueError on a port out of range
+    except ValueError:
+        return False
+    return parts.scheme in {"http", "https"} and bool(parts.hostname)
