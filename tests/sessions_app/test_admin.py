@@ -14,7 +14,7 @@ from django.test import Client
 
 from compaction.summarizers.scripted import ScriptedSummarizer
 from sessions_app.admin import CompactionProfileForm
-from sessions_app.models import ApiKey, Compaction, CompactionProfile
+from sessions_app.models import ApiKey, Compaction, CompactionProfile, SummarizerConfig
 from sessions_app.services.auto import prepare_context
 from sessions_app.services.compacting import compact_session
 from tests.sessions_app.conftest import JsonClient
@@ -157,3 +157,120 @@ def test_api_keys_are_shown_once_and_revocable(admin_client: Client, user: Any) 
     row.refresh_from_db()
     assert row.revoked_at is not None
     assert JsonClient(key).get("/api/sessions").status_code == 401
+
+
+CONFIGS = "/admin/sessions_app/summarizerconfig/"
+CUSTOM = "tests.sessions_app.test_services_policies.KeywordSummarizer"
+
+
+def config_data(**changes: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "name": "fast",
+        "description": "",
+        "provider": "openai",
+        "model": "gpt-4o-mini",
+        "base_url": "",
+        "api_key_env": "CTXWEB_TEST_OPENAI_KEY",
+        "max_tokens": "",
+        "timeout_seconds": "",
+        "class_path": "",
+    }
+    data.update(changes)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "message"),
+    [
+        ({"model": ""}, "model", "The openai provider needs a model name."),
+        ({"provider": "anthropic", "model": " "}, "model", "anthropic provider needs a model"),
+        ({"base_url": "ftp://example.com/v1"}, "base_url", "http:// or https:// URL"),
+        ({"base_url": "localhost:11434"}, "base_url", "http:// or https:// URL"),
+        ({"base_url": "http://"}, "base_url", "http:// or https:// URL"),
+        ({"api_key_env": "sk-proj-abc123"}, "api_key_env", "not the key itself"),
+        ({"api_key_env": "1KEY"}, "api_key_env", "name of an environment variable"),
+        ({"timeout_seconds": "0"}, "timeout_seconds", "more than 0"),
+        ({"timeout_seconds": "601"}, "timeout_seconds", "less than or equal to 600"),
+        ({"max_tokens": "0"}, "max_tokens", "greater than or equal to 1"),
+        ({"max_tokens": "1000001"}, "max_tokens", "less than or equal to 1000000"),
+        ({"provider": "custom"}, "class_path", "needs the dotted path"),
+        ({"provider": "custom", "class_path": "no.such.Module"}, "class_path", "Cannot import"),
+        ({"provider": "custom", "class_path": "json.dumps"}, "class_path", "is not a class"),
+        ({"provider": "custom", "class_path": "json.JSONDecoder"}, "class_path", "not a summ"),
+        (
+            {
+                "provider": "custom",
+                "class_path": "tests.sessions_app.test_services_policies.NeedsEndpoint",
+            },
+            "class_path",
+            "constructor cannot be called",
+        ),
+        ({"class_path": CUSTOM}, "class_path", "Only used by the custom provider"),
+    ],
+)
+def test_the_admin_refuses_a_summarizer_config_that_cannot_work(
+    admin_client: Client, changes: dict[str, Any], field: str, message: str
+) -> None:
+    response = admin_client.post(f"{CONFIGS}add/", config_data(**changes))
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    assert list(errors) == [field], errors
+    assert message in " ".join(errors[field]), errors[field]
+    assert not SummarizerConfig.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"provider": "extractive", "model": "", "api_key_env": ""},
+        {"provider": "openai", "base_url": "http://ollama:11434/v1", "api_key_env": ""},
+        {"provider": "anthropic", "model": "claude-haiku", "timeout_seconds": "600"},
+        {"provider": "custom", "model": "", "class_path": CUSTOM, "max_tokens": "500"},
+    ],
+)
+def test_the_admin_saves_a_summarizer_config_that_can_work(
+    admin_client: Client, changes: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CTXWEB_TEST_OPENAI_KEY", "sk-test")
+    response = admin_client.post(f"{CONFIGS}add/", config_data(**changes))
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    config = SummarizerConfig.objects.get(name="fast")
+    assert config.provider == changes.get("provider", "openai")
+
+
+def test_a_key_variable_unset_here_is_saved_with_a_warning(
+    admin_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CTXWEB_TEST_OPENAI_KEY", raising=False)
+    response = admin_client.post(f"{CONFIGS}add/", config_data(), follow=True)
+    html = response.content.decode()
+    assert "CTXWEB_TEST_OPENAI_KEY is not set in this server" in html
+    assert SummarizerConfig.objects.get(name="fast").api_key_env == "CTXWEB_TEST_OPENAI_KEY"
+    listing = admin_client.get(CONFIGS).content.decode()
+    assert "gpt-4o-mini" in listing
+
+
+def test_a_profile_takes_a_config_and_a_summary_input_limit_in_the_admin(
+    admin_client: Client, make_profile: Any
+) -> None:
+    config = SummarizerConfig.objects.create(name="fast", provider="openai", model="gpt-4o-mini")
+    profile = make_profile()
+    url = f"/admin/sessions_app/compactionprofile/{profile.pk}/change/"
+    refused = admin_client.post(url, form_data(profile, summary_input_limit=1_999))
+    assert "summary_input_limit" in refused.context["adminform"].form.errors
+    response = admin_client.post(
+        url, form_data(profile, summarizer_config=config.pk, summary_input_limit=8_000)
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    profile.refresh_from_db()
+    assert profile.summarizer_config == config
+    assert profile.to_policy().summary_input_limit == 8_000
+    assert '<td class="field-used_by">test</td>' in admin_client.get(CONFIGS).content.decode()
+
+
+def test_a_config_in_use_cannot_be_deleted(admin_client: Client, make_profile: Any) -> None:
+    config = SummarizerConfig.objects.create(name="fast", provider="extractive")
+    make_profile(summarizer_config=config)
+    admin_client.post(f"{CONFIGS}{config.pk}/delete/", {"post": "yes"})
+    assert SummarizerConfig.objects.filter(pk=config.pk).exists()
