@@ -32,9 +32,10 @@ def test_a_named_profile_wins_and_an_unknown_name_is_invalid_input(make_session:
     assert info.value.first.path == "profile"
     assert "balanced" in info.value.first.message
     # Still the engine's PolicyError, for the callers that catch that (same field, text).
-    assert isinstance(info.value, PolicyError)
-    assert info.value.field == "profile"
-    assert str(info.value).startswith("profile: unknown profile 'nope'; known: ")
+    error: Exception = info.value
+    assert isinstance(error, PolicyError)
+    assert error.field == "profile"
+    assert str(error).startswith("profile: unknown profile 'nope'; known: ")
 
 
 def test_profiles_are_read_fresh_on_every_call(make_session: Any, make_profile: Any) -> None:
@@ -76,9 +77,10 @@ def test_anthropic_without_a_model_is_invalid_input(settings: Any, make_profile:
     settings.CTXWEB_SUMMARY_MODEL = ""
     with pytest.raises(PolicyError) as info:
         summarizer_for(make_profile(summarizer="anthropic"))
-    assert isinstance(info.value, InvalidInput)
-    assert info.value.first.path == "summary_model"
-    assert info.value.first.message == "the anthropic summarizer needs a summary model"
+    error: Exception = info.value
+    assert isinstance(error, InvalidInput)
+    assert error.first.path == "summary_model"
+    assert error.first.message == "the anthropic summarizer needs a summary model"
 
 
 def test_an_api_compaction_through_the_anthropic_summarizer(
@@ -164,7 +166,10 @@ class MakesSomethingElse:
 def configured(make_profile: Any, **fields: Any) -> CompactionProfile:
     """A profile whose summarizer configuration `fast` has `fields`."""
     config = SummarizerConfig.objects.create(name="fast", **fields)
-    return make_profile("configured", summarizer="anthropic", summarizer_config=config)
+    profile: CompactionProfile = make_profile(
+        "configured", summarizer="anthropic", summarizer_config=config
+    )
+    return profile
 
 
 def test_an_extractive_config_wins_over_the_profile_choice(make_profile: Any) -> None:
