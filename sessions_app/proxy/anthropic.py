@@ -71,6 +71,7 @@ class AnthropicStream:
         self.blocks: dict[int, dict[str, Any]] = {}
         self.partial: dict[int, str] = {}
         self.usage: dict[str, Any] = {}
+        self.finished = False
 
     def feed(self, event: str, data: str) -> None:
         """Apply one event (unknown ones are ignored)."""
@@ -81,6 +82,8 @@ class AnthropicStream:
         if not isinstance(payload, dict):
             return
         kind = payload.get("type") or event
+        if kind == "message_stop":
+            self.finished = True
         if kind == "message_start" and isinstance(payload.get("message"), dict):
             self.message = payload["message"]
             self.usage.update(self.message.get("usage") or {})

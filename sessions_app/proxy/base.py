@@ -46,6 +46,10 @@ class Accumulator(Protocol):
     def answer(self) -> Answer | None:
         """The answer once the stream ended (None when it carried none)."""
 
+    @property
+    def finished(self) -> bool:
+        """True once the stream's last event (`message_stop`, `[DONE]`) came."""
+
 
 class Adapter(Protocol):
     """One provider's request and response shapes."""

@@ -122,9 +122,13 @@ class OpenAIStream:
         self.calls: dict[int, dict[str, Any]] = {}
         self.usage: dict[str, Any] | None = None
         self.seen = False
+        self.finished = False
 
     def feed(self, event: str, data: str) -> None:
-        """Apply one chunk (`[DONE]` and unknown data are ignored)."""
+        """Apply one chunk (unknown data is ignored); `[DONE]` ends the stream."""
+        if data.strip() == "[DONE]":
+            self.finished = True
+            return
         try:
             chunk = json.loads(data)
         except ValueError:

@@ -71,23 +71,23 @@ class Recording:
 async def relay(
     client: httpx.AsyncClient, upstream: httpx.Response, recording: Recording | None
 ) -> AsyncIterator[bytes]:
-    """Each upstream chunk as it arrives; the answer is recorded once the stream ended."""
-    parser: SseParser | None = None
+    """Each upstream chunk as it arrives. The answer is recorded when the stream's last event
+    came, before that last chunk goes out: a client that sends its next request as soon as
+    it has read the answer finds it stored."""
     accumulator = recording.adapter.accumulator() if recording is not None else None
-    if accumulator is not None:
-        parser = SseParser(accumulator)
+    parser = SseParser(accumulator) if accumulator is not None else None
     try:
         async for chunk in upstream.aiter_bytes():
-            if parser is not None:
+            if parser is not None and accumulator is not None and recording is not None:
                 try:
                     parser.feed(chunk)
                 except Exception:  # the recorder never breaks the stream
                     logger.exception("proxy: a streamed event could not be read")
                     parser = None
+                if parser is not None and accumulator.finished:
+                    await recording.store(accumulator.answer())
+                    parser = None
             yield chunk
     finally:
         await upstream.aclose()
         await client.aclose()
-    if parser is not None and recording is not None and accumulator is not None:
-        parser.close()
-        await recording.store(accumulator.answer())
