@@ -61,7 +61,11 @@ class StreamingAnthropic(_Streaming, FakeAnthropic):
 
 def _block_events(index: int, block: dict[str, Any]) -> Iterator[bytes]:
     kind = block["type"]
-    empty = {"text": {"text": ""}, "tool_use": {"input": {}}, "thinking": {"thinking": ""}}
+    empty: dict[str, dict[str, Any]] = {
+        "text": {"text": ""},
+        "tool_use": {"input": {}},
+        "thinking": {"thinking": ""},
+    }
     opening = {**block, **empty.get(kind, {})}
     if kind == "thinking":
         opening.pop("signature", None)

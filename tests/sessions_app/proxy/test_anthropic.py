@@ -78,8 +78,9 @@ def test_same_conversation_maps_to_one_session(
         lambda r: {"role": "user", "content": "Thanks!"},
         None,
     ):
+        reply: Any
         if stream:
-            with claude.messages.stream(model="m", max_tokens=50, messages=history) as s:
+            with claude.messages.stream(model="m", max_tokens=50, messages=history) as s:  # type: ignore[arg-type]
                 reply = s.get_final_message()
         else:
             reply = claude.messages.create(model="m", max_tokens=50, messages=history)  # type: ignore[arg-type]
@@ -106,7 +107,8 @@ def test_edited_history_starts_a_new_session(
     claude.messages.create(model="m", max_tokens=50, messages=edited)
     assert Session.objects.count() == 2
     original = Session.objects.order_by("created_at").first()
-    assert original is not None and original.message_count == 2
+    assert original is not None
+    assert original.message_count == 2
     assert reply.content
 
 
@@ -178,5 +180,7 @@ def test_unknown_mode_and_bad_key_are_refused(
         api_key="ctx_000000000000_nope", base_url=f"{proxy_server.url}/proxy/anthropic"
     )
     with pytest.raises(anthropic.AuthenticationError):
-        stranger.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+        stranger.messages.create(
+            model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]
+        )
     assert upstream_anthropic.requests == []

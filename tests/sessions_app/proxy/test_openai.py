@@ -50,14 +50,19 @@ def test_conversation_with_tools_maps_to_one_session(
             chunks = gpt.chat.completions.create(
                 model="m", messages=history, stream=True, stream_options={"include_usage": True}
             )
-            text, calls = "", []
+            text = ""
+            calls: list[dict[str, Any]] = []
             for chunk in chunks:
                 for choice in chunk.choices:
                     text += choice.delta.content or ""
-                    calls.extend(c.model_dump(exclude_none=True) for c in choice.delta.tool_calls or [])
+                    calls.extend(
+                        c.model_dump(exclude_none=True) for c in choice.delta.tool_calls or []
+                    )
             message: dict[str, Any] = {"role": "assistant", "content": text or None}
             if calls:
-                message["tool_calls"] = [{k: v for k, v in c.items() if k != "index"} for c in calls]
+                message["tool_calls"] = [
+                    {k: v for k, v in c.items() if k != "index"} for c in calls
+                ]
         else:
             reply = gpt.chat.completions.create(model="m", messages=history)
             message = reply.choices[0].message.model_dump(exclude_none=True)
