@@ -5,6 +5,10 @@ CTXWEB_BIND (default 127.0.0.1:8000, behind a reverse proxy), CTXWEB_WEB_WORKERS
 2 x cores + 1), CTXWEB_WEB_THREADS (1), CTXWEB_WEB_TIMEOUT (60 s: a synchronous compaction
 calls the summary model), CTXWEB_ACCESS_LOG (`-`: stdout; empty: off) and
 CTXWEB_LOG_LEVEL. Background compactions run in `manage.py db_worker` processes, not here.
+
+CTXWEB_WEB_ASGI=1 serves the ASGI application with uvicorn workers instead: the proxy
+(`/proxy/`, README "Point an agent at the proxy") then streams answers as they arrive
+without holding a worker per open stream. Without it, streamed proxy answers are sent whole.
 """
 
 from __future__ import annotations
@@ -12,7 +16,13 @@ from __future__ import annotations
 import multiprocessing
 import os
 
-wsgi_app = "ctxweb.wsgi:application"
+ASGI = os.environ.get("CTXWEB_WEB_ASGI", "").lower() in {"1", "true", "yes", "on"}
+
+if ASGI:
+    wsgi_app = "ctxweb.asgi:application"
+    worker_class = "uvicorn.workers.UvicornWorker"
+else:
+    wsgi_app = "ctxweb.wsgi:application"
 
 bind = os.environ.get("CTXWEB_BIND", "127.0.0.1:8000").split(",")
 workers = int(os.environ.get("CTXWEB_WEB_WORKERS", str(multiprocessing.cpu_count() * 2 + 1)))

@@ -248,6 +248,16 @@ CTXWEB_TIKTOKEN_DIR = os.environ.get("CTXWEB_TIKTOKEN_DIR", "")
 CTXWEB_SUMMARY_MODEL = os.environ.get("CTXWEB_SUMMARY_MODEL", "")
 ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
 ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")
+
+# The transparent proxy (sessions_app/proxy/, README "Point an agent at the proxy"): where it
+# forwards, and the server's provider keys used when a caller presents a ctxweb key instead.
+CTXWEB_UPSTREAM_ANTHROPIC_URL = os.environ.get(
+    "CTXWEB_UPSTREAM_ANTHROPIC_URL", "https://api.anthropic.com"
+)
+CTXWEB_UPSTREAM_OPENAI_URL = os.environ.get("CTXWEB_UPSTREAM_OPENAI_URL", "https://api.openai.com")
+CTXWEB_UPSTREAM_ANTHROPIC_API_KEY = os.environ.get("CTXWEB_UPSTREAM_ANTHROPIC_API_KEY", "")
+CTXWEB_UPSTREAM_OPENAI_API_KEY = os.environ.get("CTXWEB_UPSTREAM_OPENAI_API_KEY", "")
+CTXWEB_UPSTREAM_TIMEOUT_SECONDS = float(os.environ.get("CTXWEB_UPSTREAM_TIMEOUT_SECONDS", "600"))
 # Background jobs (docs/deployment.md): heartbeat of a running job, when a silent one counts
 # as lost, and how often each `manage.py db_worker` looks for lost jobs.
 CTXWEB_JOB_HEARTBEAT_SECONDS = float(os.environ.get("CTXWEB_JOB_HEARTBEAT_SECONDS", "5"))

@@ -212,6 +212,13 @@ class Session(models.Model):
     next_seq = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True, db_index=True)
+    # The transparent proxy (sessions_app/proxy/): how a proxied conversation is recognised.
+    proxy_key = models.CharField(
+        max_length=200, blank=True, db_index=True, help_text="Conversation key of the proxy."
+    )
+    proxy_state = models.JSONField(
+        null=True, blank=True, help_text="Proxy bookkeeping: message digests, system, tools."
+    )
 
     class Meta:
         ordering = ["-updated_at"]

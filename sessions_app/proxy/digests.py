@@ -1,0 +1,77 @@
+"""Conversation identity: message digests that survive a client re-serializing its history.
+
+A client sends the whole history again on every request. The digests of the messages the
+proxy stored are compared with those of the incoming ones: stored digests that are a prefix
+of the incoming ones mean "the same conversation, continued". The digest ignores what a
+client changes without changing the conversation: `cache_control` breakpoints (Claude Code
+moves them every turn), null or empty fields an SDK adds or drops, and a string content
+versus one text block.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+__all__ = ["claude_code_session", "conversation_key", "digest", "digests", "is_prefix"]
+
+#: Keys that are request decoration, not conversation.
+_IGNORED: Final = frozenset({"cache_control"})
+_CLAUDE_SESSION: Final = re.compile(r"session_([0-9a-fA-F-]{36})")
+
+
+def _normalized(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {
+            str(key): _normalized(item)
+            for key, item in value.items()
+            if key not in _IGNORED and item is not None and item != [] and item != {}
+        }
+    if isinstance(value, list | tuple):
+        return [_normalized(item) for item in value]
+    return value
+
+
+def digest(message: Any) -> str:
+    """A short, stable digest of one message (16 hex characters)."""
+    normal = _normalized(message)
+    if isinstance(normal, dict) and isinstance(normal.get("content"), str):
+        normal["content"] = [{"type": "text", "text": normal["content"]}]
+    text = json.dumps(normal, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def digests(messages: Sequence[Any]) -> list[str]:
+    """`digest` of each message."""
+    return [digest(message) for message in messages]
+
+
+def is_prefix(stored: Sequence[str], incoming: Sequence[str]) -> bool:
+    """True when `stored` is a prefix of `incoming`."""
+    return len(stored) <= len(incoming) and list(incoming[: len(stored)]) == list(stored)
+
+
+def conversation_key(provider: str, system: Any, first: Any) -> str:
+    """The key of a conversation without a name: its provider, system prompt, first message."""
+    return f"fp:{provider}:{digest({'system': system, 'first': first})}"
+
+
+def claude_code_session(metadata: Any) -> str | None:
+    """Claude Code's session id, carried in `metadata.user_id` (`..._session_<uuid>`)."""
+    if not isinstance(metadata, Mapping):
+        return None
+    user_id = metadata.get("user_id")
+    if not isinstance(user_id, str):
+        return None
+    match = _CLAUDE_SESSION.search(user_id)
+    if match:
+        return match.group(1).lower()
+    try:  # newer Claude Code versions send a JSON object as the user id
+        decoded = json.loads(user_id)
+    except ValueError:
+        return None
+    value = decoded.get("session_id") if isinstance(decoded, dict) else None
+    return str(value) if isinstance(value, str) and value else None

@@ -1,0 +1,58 @@
+"""Which session a request belongs to: the conversation key and the service request.
+
+`X-Ctxweb-Session` (a session id or a name the client chose) when given; else Claude Code's
+session id from `metadata.user_id`; else a fingerprint of the system prompt and the first
+message. Sessions sharing a key are told apart by their stored prefix
+(sessions_app/services/proxying.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..importers.blocks import content_text, short_title
+from ..services.proxying import ProxyRequest
+from .base import Adapter, Conversation
+from .digests import claude_code_session, conversation_key, digests
+
+__all__ = ["proxy_request"]
+
+
+def proxy_request(
+    adapter: Adapter, conversation: Conversation, *, name: str, compact: bool
+) -> ProxyRequest:
+    """The service's view of one request."""
+    messages = conversation.messages
+    claude = claude_code_session(conversation.metadata)
+    if name:
+        key = f"name:{name}"
+    elif claude:
+        key = f"cc:{claude}"
+    else:
+        key = conversation_key(adapter.provider, conversation.system, messages[0])
+
+    def convert(start: int) -> list[list[dict[str, Any]]]:
+        return adapter.canonical(messages[start:])
+
+    return ProxyRequest(
+        provider=adapter.provider,
+        key=key,
+        digests=digests(messages),
+        convert=convert,
+        title=_title(conversation),
+        model=conversation.model,
+        name=name,
+        external_id=name or claude or "",
+        system=conversation.system,
+        tools=conversation.tools,
+        compact=compact,
+    )
+
+
+def _title(conversation: Conversation) -> str:
+    for message in conversation.messages:
+        if message.get("role") == "user":
+            text = content_text(message.get("content")).strip()
+            if text:
+                return short_title(text)
+    return ""

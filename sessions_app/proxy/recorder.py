@@ -1,0 +1,93 @@
+"""Recording the answer: from a whole response body, or from a stream as it passes through."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import httpx
+from asgiref.sync import sync_to_async
+
+from ..services.proxying import ProxyPlan, record_answer
+from .base import Adapter, Answer
+from .digests import digest
+from .streaming import SseParser
+
+__all__ = ["Recording", "relay"]
+
+logger = logging.getLogger("sessions_app")
+
+
+@dataclass(frozen=True)
+class Recording:
+    """Where an answer goes: the plan of its request, and how to read it."""
+
+    adapter: Adapter
+    plan: ProxyPlan
+    compact: bool
+
+    def answer_of(self, body: bytes, content_type: str) -> Answer | None:
+        """The answer in a whole (non-streamed or buffered) response body."""
+        if content_type.startswith("text/event-stream"):
+            accumulator = self.adapter.accumulator()
+            parser = SseParser(accumulator)
+            parser.feed(body)
+            parser.close()
+            return accumulator.answer()
+        try:
+            decoded = json.loads(body)
+        except ValueError:
+            return None
+        return self.adapter.answer(decoded) if isinstance(decoded, dict) else None
+
+    async def store(self, answer: Answer | None) -> None:
+        """Record the answer; a failure is logged, never raised (the client has its answer)."""
+        if answer is None:
+            return
+        try:
+            stored = await sync_to_async(record_answer)(
+                self.plan.session_id,
+                self.plan.stored,
+                answer.client,
+                answer.canonical,
+                digest(answer.client),
+                compact=self.compact,
+            )
+        except Exception:
+            logger.exception(
+                "proxy: the answer could not be recorded",
+                extra={"session_id": str(self.plan.session_id)},
+            )
+            return
+        if not stored:
+            logger.info(
+                "proxy: answer not recorded, the session moved on",
+                extra={"session_id": str(self.plan.session_id)},
+            )
+
+
+async def relay(
+    client: httpx.AsyncClient, upstream: httpx.Response, recording: Recording | None
+) -> AsyncIterator[bytes]:
+    """Each upstream chunk as it arrives. The answer is recorded when the stream's last event
+    came, before that last chunk goes out: a client that sends its next request as soon as
+    it has read the answer finds it stored."""
+    accumulator = recording.adapter.accumulator() if recording is not None else None
+    parser = SseParser(accumulator) if accumulator is not None else None
+    try:
+        async for chunk in upstream.aiter_bytes():
+            if parser is not None and accumulator is not None and recording is not None:
+                try:
+                    parser.feed(chunk)
+                except Exception:  # the recorder never breaks the stream
+                    logger.exception("proxy: a streamed event could not be read")
+                    parser = None
+                if parser is not None and accumulator.finished:
+                    await recording.store(accumulator.answer())
+                    parser = None
+            yield chunk
+    finally:
+        await upstream.aclose()
+        await client.aclose()

@@ -1,0 +1,148 @@
+"""The proxy's endpoints: authenticate, store and compact, forward, stream the answer back.
+
+Fail open (docs/architecture.md): when ctxweb's own storage or compaction fails, the
+original request goes upstream unmodified and the failure is logged (never a key).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Final
+
+import httpx
+from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from ..services.proxying import plan_request
+from .anthropic import AnthropicAdapter
+from .auth import Caller, authenticate
+from .base import Adapter
+from .errors import error_response
+from .mapping import proxy_request
+from .openai import OpenAIAdapter
+from .recorder import Recording, relay
+from .upstream import request_headers, response_headers, timeout, upstream_url
+
+__all__ = ["anthropic_count_tokens", "anthropic_messages", "openai_chat_completions"]
+
+logger = logging.getLogger("sessions_app")
+
+MODES: Final = ("compact", "observe")
+_ANTHROPIC = AnthropicAdapter()
+_OPENAI = OpenAIAdapter()
+
+
+@csrf_exempt
+async def anthropic_messages(request: HttpRequest) -> HttpResponseBase:
+    """`POST /proxy/anthropic/v1/messages`."""
+    return await _proxy(request, _ANTHROPIC, "/v1/messages", record=True)
+
+
+@csrf_exempt
+async def anthropic_count_tokens(request: HttpRequest) -> HttpResponseBase:
+    """`POST /proxy/anthropic/v1/messages/count_tokens`: forwarded, nothing stored."""
+    return await _proxy(request, _ANTHROPIC, "/v1/messages/count_tokens", record=False)
+
+
+@csrf_exempt
+async def openai_chat_completions(request: HttpRequest) -> HttpResponseBase:
+    """`POST /proxy/openai/v1/chat/completions`."""
+    return await _proxy(request, _OPENAI, "/v1/chat/completions", record=True)
+
+
+async def _proxy(
+    request: HttpRequest, adapter: Adapter, path: str, *, record: bool
+) -> HttpResponseBase:
+    if request.method != "POST":
+        return error_response(adapter.provider, 405, "invalid_request_error", "use POST")
+    caller = await sync_to_async(authenticate)(request, adapter.provider)
+    if caller is None:
+        message = "a valid ctxweb API key is required (x-api-key, Bearer or X-Ctxweb-Key)"
+        return error_response(adapter.provider, 401, "authentication_error", message)
+    mode = (request.headers.get("X-Ctxweb-Mode") or "compact").strip().lower()
+    if mode not in MODES:
+        message = f"X-Ctxweb-Mode must be one of {', '.join(MODES)}"
+        return error_response(adapter.provider, 400, "invalid_request_error", message)
+    body, recording = request.body, None
+    if record:
+        body, recording = await _planned(request, adapter, caller, mode)
+    return await _forward(request, adapter, caller, path, body, recording)
+
+
+async def _planned(
+    request: HttpRequest, adapter: Adapter, caller: Caller, mode: str
+) -> tuple[bytes, Recording | None]:
+    """The bytes to forward and where the answer is recorded (fail open: the original)."""
+    raw = request.body
+    try:
+        decoded = json.loads(raw)
+        conversation = adapter.conversation(decoded)
+    except (ValueError, AttributeError):
+        return raw, None  # not a request ctxweb can read: upstream answers it
+    if not conversation.messages:
+        return raw, None
+    name = (request.headers.get("X-Ctxweb-Session") or "").strip()
+    try:
+        wanted = proxy_request(adapter, conversation, name=name, compact=mode == "compact")
+        plan = await sync_to_async(plan_request)(caller.user, wanted)
+    except Exception:
+        logger.exception("proxy: storing or compacting failed; forwarding the request unchanged")
+        return raw, None
+    recording = Recording(adapter=adapter, plan=plan, compact=mode == "compact")
+    if plan.head is None:
+        return raw, recording
+    messages = [*plan.head, *conversation.messages[plan.tail_start :]]
+    outgoing = adapter.outgoing(decoded, conversation, messages)
+    return json.dumps(outgoing, ensure_ascii=False).encode("utf-8"), recording
+
+
+async def _forward(
+    request: HttpRequest,
+    adapter: Adapter,
+    caller: Caller,
+    path: str,
+    body: bytes,
+    recording: Recording | None,
+) -> HttpResponseBase:
+    """Send upstream; stream an event stream through (under ASGI), else answer whole."""
+    url = upstream_url(adapter.provider, path, str(request.META.get("QUERY_STRING", "")))
+    headers = request_headers(dict(request.headers), caller.credentials)
+    headers["content-type"] = "application/json"
+    client = httpx.AsyncClient(timeout=timeout())
+    try:
+        upstream = await client.send(
+            client.build_request("POST", url, content=body, headers=headers), stream=True
+        )
+    except httpx.TimeoutException:
+        await client.aclose()
+        return error_response(adapter.provider, 504, "timeout_error", "upstream timed out")
+    except httpx.HTTPError as error:
+        await client.aclose()
+        logger.warning("proxy: upstream unreachable: %s", type(error).__name__)
+        return error_response(adapter.provider, 502, "api_error", "upstream unreachable")
+    content_type = upstream.headers.get("content-type", "")
+    answered = upstream.status_code == 200 and recording is not None
+    if content_type.startswith("text/event-stream") and isinstance(request, ASGIRequest):
+        streamed = StreamingHttpResponse(
+            relay(client, upstream, recording if answered else None), status=upstream.status_code
+        )
+        return _with_headers(streamed, upstream)
+    try:
+        data = await upstream.aread()
+    except httpx.TimeoutException:
+        return error_response(adapter.provider, 504, "timeout_error", "upstream timed out")
+    finally:
+        await upstream.aclose()
+        await client.aclose()
+    if answered and recording is not None:
+        await recording.store(recording.answer_of(data, content_type))
+    return _with_headers(HttpResponse(data, status=upstream.status_code), upstream)
+
+
+def _with_headers(response: HttpResponseBase, upstream: httpx.Response) -> HttpResponseBase:
+    for name, value in response_headers(upstream.headers):
+        response[name] = value
+    return response

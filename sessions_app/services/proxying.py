@@ -1,0 +1,222 @@
+"""The transparent proxy's writes: find or start a proxied session, append, compact, record.
+
+A proxied session keeps `proxy_state` beside its messages: the digest of every client message
+it stored (sessions_app/proxy/digests.py), the client index each stored message starts at,
+and the latest system prompt and tool definitions. The next request continues the session
+when the stored digests are a prefix of its own; otherwise (a client that edited or compacted
+its own history) it starts a new session and the old one stays as it was.
+
+The forwarded request replaces the stored messages the runtime context replaced (summaries,
+transformed entries) and keeps the client's own messages for the untouched tail, so cache
+breakpoints stay where the client put them and the rewritten prefix is byte-stable between
+compactions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+
+from ..models import ContextEntry, Session
+from .auto import post_call_check, prepare_context
+from .context_text import Format, payload_parts
+from .entries import load_entries
+from .errors import Conflict
+from .sessions import append_messages, create_session, sessions_for
+
+__all__ = ["ProxyPlan", "ProxyRequest", "plan_request", "record_answer"]
+
+#: How many recent sessions sharing a conversation key are checked for a matching prefix.
+_CANDIDATES = 20
+
+
+@dataclass(frozen=True)
+class ProxyRequest:
+    """One proxied request, as the proxy adapters read it (no HTTP, no provider keys)."""
+
+    provider: Format
+    key: str
+    digests: list[str]
+    #: The client's messages from a client index on, as stored engine messages (one list
+    #: per client message; an empty list: joined to the previous one).
+    convert: Callable[[int], list[list[dict[str, Any]]]]
+    title: str = ""
+    model: str = ""
+    name: str = ""
+    external_id: str = ""
+    system: Any = None
+    tools: Any = None
+    compact: bool = True
+
+
+@dataclass(frozen=True)
+class ProxyPlan:
+    """What to forward: `head` (the runtime context's replaced part, in the provider's format)
+    then the client's messages from `tail_start`; `head` None: forward the request as sent."""
+
+    session_id: uuid.UUID
+    stored: int
+    head: list[dict[str, Any]] | None = None
+    tail_start: int = 0
+    compaction: dict[str, Any] | None = field(default=None)
+
+
+def plan_request(owner: User, request: ProxyRequest) -> ProxyPlan:
+    """Store what is new in `request` and, when compacting, the context to forward."""
+    session = _matching(owner, request) or _started(owner, request)
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        state = _state_of(locked, request.provider)
+        stored = list(state["digests"])
+        if stored != request.digests[: len(stored)]:
+            raise Conflict("the proxied session changed under the request")
+        groups = request.convert(len(stored))
+        messages = [message for group in groups for message in group]
+        for index, group in enumerate(groups, start=len(stored)):
+            state["starts"].extend([index] * len(group))
+        if messages:
+            append_messages(locked, messages)
+        state["digests"] = list(request.digests)
+        _remember(state, request)
+        Session.objects.filter(pk=locked.pk).update(proxy_state=state)
+    if not request.compact:
+        return ProxyPlan(session_id=locked.pk, stored=len(state["digests"]))
+    payload = prepare_context(locked, fmt=request.provider)
+    head, tail_start = _split_context(locked, state, request.provider)
+    return ProxyPlan(
+        session_id=locked.pk,
+        stored=len(state["digests"]),
+        head=head,
+        tail_start=tail_start,
+        compaction=payload.get("compaction"),
+    )
+
+
+def record_answer(
+    session_id: uuid.UUID,
+    stored: int,
+    client: Mapping[str, Any],
+    message: Mapping[str, Any],
+    digest: str,
+    *,
+    compact: bool = True,
+) -> bool:
+    """Append the model's answer (`message`, with its real usage) after the request's
+    messages; then the post-call check may queue a compaction. False when the session moved
+    on meanwhile (another request of the same conversation answered first)."""
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().filter(pk=session_id).first()
+        state = dict(locked.proxy_state or {}) if locked is not None else {}
+        if locked is None or len(state.get("digests") or []) != stored:
+            return False
+        append_messages(locked, [dict(message)])
+        state["digests"] = [*state["digests"], digest]
+        state["starts"] = [*state.get("starts", []), stored]
+        Session.objects.filter(pk=locked.pk).update(proxy_state=state)
+    if compact:
+        post_call_check(locked, [dict(message)])
+    return True
+
+
+def _matching(owner: User, request: ProxyRequest) -> Session | None:
+    """The most recent session of this conversation whose stored messages the request
+    continues (a named or identified session first)."""
+    mine = sessions_for(owner)
+    candidates: list[Session] = []
+    if request.name:
+        with contextlib.suppress(ValueError):
+            candidates.extend(mine.filter(pk=uuid.UUID(request.name)))
+    candidates.extend(mine.filter(proxy_key=request.key).order_by("-updated_at")[:_CANDIDATES])
+    for session in candidates:
+        state = session.proxy_state or {}
+        if state and state.get("provider") != request.provider:
+            continue
+        stored = list(state.get("digests") or [])
+        if stored == request.digests[: len(stored)] and len(stored) <= len(request.digests):
+            return session
+    return None
+
+
+def _started(owner: User, request: ProxyRequest) -> Session:
+    """A new proxied session, titled from the conversation's first user message."""
+    session = create_session(
+        owner,
+        title=request.title[:300],
+        source_format=request.provider,
+        model=request.model[:128],
+        external_id=request.external_id[:200],
+        metadata={"proxy": request.provider},
+    )
+    state = _state_of(session, request.provider)
+    Session.objects.filter(pk=session.pk).update(proxy_key=request.key[:200], proxy_state=state)
+    session.proxy_key, session.proxy_state = request.key[:200], state
+    return session
+
+
+def _state_of(session: Session, provider: str) -> dict[str, Any]:
+    """The session's proxy bookkeeping, started at its current end when it has none."""
+    state = dict(session.proxy_state or {})
+    if not state:
+        state = {"provider": provider, "offset": session.next_seq, "digests": [], "starts": []}
+    state["starts"] = list(state.get("starts") or [])
+    return state
+
+
+def _remember(state: dict[str, Any], request: ProxyRequest) -> None:
+    """Keep the latest system prompt and tool definitions with the session."""
+    if request.system is not None:
+        state["system"] = request.system
+    if request.tools is not None:
+        state["tools"] = request.tools
+    if request.model:
+        state["model"] = request.model
+
+
+def _split_context(
+    session: Session, state: Mapping[str, Any], fmt: Format
+) -> tuple[list[dict[str, Any]] | None, int]:
+    """(head in the provider's format or None when the context is the client's own
+    messages, client index where the untouched tail starts)."""
+    entries = load_entries(session)
+    offset, starts = int(state.get("offset") or 0), list(state.get("starts") or [])
+    first = len(entries)
+    expected: int | None = None
+    while first > 0:
+        entry = entries[first - 1]
+        seq = entry.message.seq if entry.message is not None else None
+        if not _untouched(entry) or seq is None or not 0 <= seq - offset < len(starts):
+            break
+        if expected is not None and seq != expected:
+            break
+        expected = seq - 1
+        first -= 1
+    if first == len(entries):
+        return _rendered(entries, fmt), len(state.get("digests") or [])
+    tail_start = starts[entries[first].message.seq - offset]  # type: ignore[union-attr]
+    if first == 0 and tail_start == 0:
+        return None, 0
+    return _rendered(entries[:first], fmt), tail_start
+
+
+def _untouched(entry: ContextEntry) -> bool:
+    return entry.kind == ContextEntry.Kind.MESSAGE and entry.content is None and not entry.extra
+
+
+def _rendered(entries: Sequence[ContextEntry], fmt: Format) -> list[dict[str, Any]]:
+    """The entries as request messages, without stale cache breakpoints."""
+    _system, messages, _tokens = payload_parts(entries, fmt)
+    return [_without_cache_control(message) for message in messages]
+
+
+def _without_cache_control(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_cache_control(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_without_cache_control(item) for item in value]
+    return value

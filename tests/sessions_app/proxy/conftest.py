@@ -1,0 +1,62 @@
+"""Proxy fixtures: streaming fake upstreams, ctxweb under uvicorn, SDK clients through it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+from sessions_app.models import ApiKey
+from tests.support.asgi_server import AsgiServer
+from tests.support.fake_streaming import StreamingAnthropic, StreamingOpenAI
+
+
+@pytest.fixture(scope="session")
+def proxy_server() -> Iterator[AsgiServer]:
+    """ctxweb served by uvicorn (ASGI) for the whole session."""
+    with AsgiServer() as server:
+        yield server
+
+
+@pytest.fixture
+def upstream_anthropic(settings: Any) -> Iterator[StreamingAnthropic]:
+    """The fake Anthropic API the proxy forwards to, with the server's key configured."""
+    with StreamingAnthropic() as server:
+        settings.CTXWEB_UPSTREAM_ANTHROPIC_URL = server.base_url
+        settings.CTXWEB_UPSTREAM_ANTHROPIC_API_KEY = "sk-ant-server-key"
+        yield server
+
+
+@pytest.fixture
+def upstream_openai(settings: Any) -> Iterator[StreamingOpenAI]:
+    """The fake OpenAI API the proxy forwards to (base URL without /v1, as configured)."""
+    with StreamingOpenAI() as server:
+        settings.CTXWEB_UPSTREAM_OPENAI_URL = server.base_url.removesuffix("/v1")
+        settings.CTXWEB_UPSTREAM_OPENAI_API_KEY = "sk-openai-server-key"
+        yield server
+
+
+@pytest.fixture
+def ctx_key(transactional_db: Any, user: Any) -> str:
+    """A ctxweb API key of `user` (committed: the server thread must see it)."""
+    _, key = ApiKey.issue(user, "proxy")
+    return key
+
+
+@pytest.fixture
+def claude(proxy_server: AsgiServer, ctx_key: str) -> anthropic.Anthropic:
+    """The Anthropic SDK pointed at the proxy, with a ctxweb key as its API key."""
+    return anthropic.Anthropic(
+        api_key=ctx_key, base_url=f"{proxy_server.url}/proxy/anthropic", max_retries=0
+    )
+
+
+@pytest.fixture
+def gpt(proxy_server: AsgiServer, ctx_key: str) -> openai.OpenAI:
+    """The OpenAI SDK pointed at the proxy, with a ctxweb key as its API key."""
+    return openai.OpenAI(
+        api_key=ctx_key, base_url=f"{proxy_server.url}/proxy/openai/v1", max_retries=0
+    )
