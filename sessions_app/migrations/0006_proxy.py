@@ -4,7 +4,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("sessions_app", "0003_content_as_json_text")]
+    dependencies = [("sessions_app", "0004_summarizer_config")]
 
     operations = [
         migrations.AddField(
