@@ -49,6 +49,7 @@ from .messages import (
     is_summary_message,
     make_summary_message,
     starts_round,
+    tool_result_text,
     tool_use_ids,
 )
 from .offload import offload_tool_results
@@ -156,6 +157,7 @@ __all__ = [
     "should_compact",
     "smart_truncate",
     "starts_round",
+    "tool_result_text",
     "tool_use_ids",
     "validate_messages",
 ]

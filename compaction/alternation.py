@@ -10,7 +10,10 @@ The engine steps that remove messages (selective pruning, smart truncation, the 
 `compact_messages`) merge the same-role neighbours they made, so an alternating input gives
 an alternating output. Neighbours that were already neighbours in the input, untouched,
 stay apart: the engine does not rewrite what it did not change. `merge_adjacent_roles`
-merges every same-role pair, for histories of unknown origin (stored contexts, exports).
+merges every same-role pair, for histories of unknown origin (stored contexts, exports);
+two options shape a request for a provider (docs/exports.md): `tool_results_first` puts the
+tool_result blocks of a merged user message before its other blocks (the Anthropic API
+wants them first), and `merge_system` merges neighbouring system messages too.
 
 A merge of `first` and `second`:
 - appends `second`'s content blocks to `first`'s (a string content becomes one text block),
@@ -73,17 +76,30 @@ def merge_messages(first: Mapping[str, Any], second: Mapping[str, Any]) -> Messa
     return merged
 
 
-def merge_adjacent_roles(messages: Sequence[Message]) -> list[Message]:
+def merge_adjacent_roles(
+    messages: Sequence[Message], *, tool_results_first: bool = False, merge_system: bool = False
+) -> list[Message]:
     """`messages` with every run of neighbouring same-role user/assistant messages merged.
 
     For histories the engine did not produce itself, e.g. a stored context before it is
     sent to a provider. Messages that are not merged keep their identity; the input is never
-    modified. Merging never adds or removes a token (see `compaction.tokens`). Raises
+    modified. Merging never adds or removes a token (see `compaction.tokens`). With
+    `tool_results_first`, a merged user message holds its tool_result blocks first, each
+    group in its order, so a tool_use stays answered at the start of the next message; with
+    `merge_system`, runs of system messages are merged as well (module doc). Raises
     InvalidMessagesError when a message or block is malformed; the order is not checked (a
     stored context may end with tool calls still waiting for their results).
     """
     ensure_valid(messages, check_order=False)
-    return merge_new_neighbours(messages, [None] * len(messages))
+    roles = _TURN_ROLES | {"system"} if merge_system else _TURN_ROLES
+    groups = _groups(messages, [None] * len(messages), roles)
+    merged = [merge_run([messages[i] for i in group]) for group in groups]
+    if tool_results_first:
+        return [
+            _results_first(message) if len(group) > 1 else message
+            for message, group in zip(merged, groups, strict=True)
+        ]
+    return merged
 
 
 def merge_new_neighbours(
@@ -102,11 +118,17 @@ def merge_groups(messages: Sequence[Message], sources: Sequence[int | None]) -> 
 
     A run of one is a message that stays as it is (see `merge_new_neighbours`).
     """
+    return _groups(messages, sources, _TURN_ROLES)
+
+
+def _groups(
+    messages: Sequence[Message], sources: Sequence[int | None], roles: frozenset[str]
+) -> list[list[int]]:
     if len(sources) != len(messages):
         raise ValueError("sources must hold one input index per message")
     groups: list[list[int]] = []
     for index, message in enumerate(messages):
-        if index and _same_turn(messages[index - 1], message):
+        if index and _same_turn(messages[index - 1], message, roles):
             before, source = sources[index - 1], sources[index]
             if before is None or source != before + 1:
                 groups[-1].append(index)
@@ -131,9 +153,21 @@ def merge_run(run: Sequence[Message]) -> Message:
     return merged
 
 
-def _same_turn(first: Mapping[str, Any], second: Mapping[str, Any]) -> bool:
+def _same_turn(
+    first: Mapping[str, Any], second: Mapping[str, Any], roles: frozenset[str] = _TURN_ROLES
+) -> bool:
     role = first.get("role")
-    return role in _TURN_ROLES and role == second.get("role")
+    return role in roles and role == second.get("role")
+
+
+def _results_first(message: Message) -> Message:
+    """A merged user message with its tool_result blocks moved before the others."""
+    if message.get("role") != "user":
+        return message
+    blocks = message["content"]
+    results = [block for block in blocks if block.get("type") == "tool_result"]
+    others = [block for block in blocks if block.get("type") != "tool_result"]
+    return {**message, "content": results + others}
 
 
 def _blocks(message: Mapping[str, Any]) -> list[Block]:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from .folding import SourceFile, fold_views
-from .messages import blocks_of
+from .messages import blocks_of, tool_result_text
 from .policy import Policy
 
 __all__ = [
@@ -24,7 +24,6 @@ __all__ = [
     "file_view_outlines",
     "file_view_path",
     "file_view_sources",
-    "result_text",
     "strip_line_numbers",
 ]
 
@@ -48,20 +47,6 @@ def file_view_path(block: Mapping[str, Any], tools: Sequence[str]) -> str | None
         if isinstance(value, str) and value.strip():
             return value
     return None
-
-
-def result_text(content: Any) -> str:
-    """The text of a tool_result content: the string, or its text blocks joined."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [
-            str(b.get("text", ""))
-            for b in content
-            if isinstance(b, Mapping) and b.get("type") == "text"
-        ]
-        return "\n".join(texts)
-    return ""
 
 
 def strip_line_numbers(text: str) -> tuple[str, int]:
@@ -99,7 +84,7 @@ def file_view_sources(
             elif block.get("type") == "tool_result" and not block.get("is_error"):
                 viewed = asked.pop(str(block.get("tool_use_id")), None)
                 if viewed is not None:
-                    source, first_line = strip_line_numbers(result_text(block.get("content")))
+                    source, first_line = strip_line_numbers(tool_result_text(block.get("content")))
                     files.append(SourceFile(viewed, source, first_line))
         asked = paths
     return files

@@ -18,7 +18,7 @@ from typing import Any, Final
 import tiktoken
 
 from .errors import PolicyError
-from .messages import Block, Message, is_safe_cut
+from .messages import Block, Message, is_safe_cut, tool_result_text
 from .partition import leading_system_count
 from .policy import Policy
 from .results import TruncateResult
@@ -215,7 +215,7 @@ def _cut_block(block: Block, budget: int, encoding: str) -> Block:
         text = _marked_cut(compact_json(block.get("input", {})), room, encoding, _truncated_input)
         return {**block, "input": {} if text is None else {"_truncated": text}}
     if kind == "tool_result":
-        text = _cut_text(_result_text(block.get("content", "")), budget, encoding)
+        text = _cut_text(tool_result_text(block.get("content"), _placeholder), budget, encoding)
         return {**block, "content": "" if text is None else text}
     return block
 
@@ -225,17 +225,9 @@ def _truncated_input(text: str) -> str:
     return compact_json({"_truncated": text})
 
 
-def _result_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [
-            str(item.get("text", "")) if item.get("type") == "text" else f"[{item.get('type')}]"
-            for item in content
-            if isinstance(item, Mapping)
-        ]
-        return "\n".join(parts)
-    return ""
+def _placeholder(block: Mapping[str, Any]) -> str:
+    """A non-text block of a cut tool result: `[image]`, `[document]`."""
+    return f"[{block.get('type')}]"
 
 
 def _cut_text(text: str, budget: int, encoding: str) -> str | None:

@@ -9,7 +9,7 @@ repeat across turns: a tool_result answers the tool_use of the message right bef
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "round_starts",
     "starts_round",
     "tool_result_ids",
+    "tool_result_text",
     "tool_use_ids",
 ]
 
@@ -93,11 +94,33 @@ def _block_texts(blocks: Sequence[Block]) -> Iterator[str]:
         elif kind == "thinking":
             yield str(block.get("thinking", ""))
         elif kind == "tool_result":
-            content = block.get("content")
-            if isinstance(content, str):
-                yield content
-            elif isinstance(content, list):
-                yield from _block_texts([b for b in content if isinstance(b, dict)])
+            yield tool_result_text(block.get("content"))
+
+
+def tool_result_text(
+    content: Any, render: Callable[[Mapping[str, Any]], str | None] | None = None
+) -> str:
+    """The readable text of a tool_result's `content`: the one extractor of it.
+
+    A string is its own text. In a block list each text block gives its text (a missing one
+    gives ""), and each other block (image, document) gives `render(block)`, or nothing when
+    there is no `render` or it returns None; the parts are joined by newlines. Items that are
+    not objects, and content that is neither a string nor a list (None), give nothing.
+    """
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts: list[str] = []
+    for block in content:
+        if not isinstance(block, Mapping):
+            continue
+        if block.get("type") == "text":
+            text = block.get("text")
+            parts.append("" if text is None else str(text))
+        elif render is not None and (rendered := render(block)) is not None:
+            parts.append(rendered)
+    return "\n".join(parts)
 
 
 def is_safe_cut(messages: Sequence[Mapping[str, Any]], index: int) -> bool:

@@ -29,8 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .alternation import merge_groups, merge_run
-from .file_views import result_text
-from .messages import Block, Message, round_starts
+from .messages import Block, Message, round_starts, tool_result_text
 from .policy import Policy
 from .preview import token_preview
 from .results import PruneResult
@@ -161,9 +160,8 @@ class _Pruner:
         tokens = message_tokens({"content": [item]}, self._encoding)
         if tokens <= self.policy.tool_result_threshold:
             return item
-        preview = token_preview(
-            result_text(item.get("content")), self.policy.preview_tokens, tokens, self._encoding
-        )
+        text = tool_result_text(item.get("content"))
+        preview = token_preview(text, self.policy.preview_tokens, tokens, self._encoding)
         if count_text_tokens(preview, self._encoding) >= tokens:
             return item
         self.results_cut += 1

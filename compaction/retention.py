@@ -30,7 +30,7 @@ from functools import cached_property
 from itertools import accumulate
 from typing import Any, Final
 
-from .messages import blocks_of, message_text, starts_round
+from .messages import blocks_of, message_text, starts_round, tool_result_text
 
 __all__ = ["extract_identifiers", "measure_recall"]
 
@@ -190,7 +190,7 @@ def _message_identifiers(
                 name = asked.get(str(block.get("tool_use_id")))
                 if name:
                     yield name
-            yield from _error_lines(_result_text(block.get("content")))
+            yield from _error_lines(tool_result_text(block.get("content")))
 
 
 def _references(text: str) -> Iterator[str]:
@@ -276,18 +276,6 @@ def _plain_text(message: Mapping[str, Any]) -> str:
     return "\n".join(
         str(block.get("text") or "") for block in blocks_of(message) if block.get("type") == "text"
     )
-
-
-def _result_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            str(b.get("text") or "")
-            for b in content
-            if isinstance(b, Mapping) and b.get("type") == "text"
-        )
-    return ""
 
 
 def _strings(value: Any) -> Iterator[str]:

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .alternation import merge_groups, merge_run
-from .file_views import file_view_path, result_text, strip_line_numbers
+from .file_views import file_view_path, strip_line_numbers
 from .folding import SourceFile, fold
-from .messages import Block, Message, blocks_of, message_text
+from .messages import Block, Message, blocks_of, message_text, tool_result_text
 from .partition import leading_system_count
 from .policy import Policy
 from .results import TruncateResult
@@ -192,7 +192,7 @@ class _Work:
         result = _find_result(self.message(index), tool_id)
         if result is None or result.get("is_error"):
             return None
-        source, first_line = strip_line_numbers(result_text(result.get("content")))
+        source, first_line = strip_line_numbers(tool_result_text(result.get("content")))
         if not source.strip():
             return None
         folded = fold([SourceFile(path, source, first_line)], policy=self.policy)

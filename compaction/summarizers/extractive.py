@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from ..messages import blocks_of, is_meta, is_summary_message, message_text
+from ..messages import blocks_of, is_meta, is_summary_message, message_text, tool_result_text
 from ..tokens import compact_json
 from .base import SummaryRequest
 from .prompt import SECTIONS
@@ -204,7 +204,7 @@ class _Collector:
         call = self.asked.get(str(block.get("tool_use_id")))
         name = call.name if call else "tool"
         argument = _argument(call.input) if call else ""
-        text = _result_text(block)
+        text = tool_result_text(block.get("content"))
         first = next((line for line in text.splitlines() if line.strip()), "")
         failed = bool(block.get("is_error")) or bool(_ERROR_LINE.match(first))
         label = f"{name}({self.clip(argument, 0.4)})" if argument else name
@@ -306,19 +306,6 @@ def _argument(tool_input: Mapping[str, Any]) -> str:
         if isinstance(value, str) and value.strip():
             return value
     return compact_json(tool_input) if tool_input else ""
-
-
-def _result_text(block: Mapping[str, Any]) -> str:
-    content = block.get("content", "")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            str(item.get("text", ""))
-            for item in content
-            if isinstance(item, Mapping) and item.get("type") == "text"
-        )
-    return ""
 
 
 def _error_line(text: str) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
-from ..messages import SUMMARY_PREFIX, blocks_of, is_summary_message
+from ..messages import SUMMARY_PREFIX, blocks_of, is_summary_message, tool_result_text
 from ..tokens import compact_json, count_text_tokens
 from .base import SummaryRequest
 
@@ -162,16 +162,13 @@ def _block_lines(blocks: Sequence[Mapping[str, Any]]) -> Iterator[str]:
             )
         elif kind == "tool_result":
             status = "error" if block.get("is_error") else "result"
-            yield f"(tool {status} for id={block.get('tool_use_id')}) {_result_text(block)}"
+            text = tool_result_text(block.get("content"), _nested_line)
+            yield f"(tool {status} for id={block.get('tool_use_id')}) {text}"
         elif kind in {"image", "document"}:
             yield f"({kind} omitted)"
         # redacted_thinking carries nothing readable
 
 
-def _result_text(block: Mapping[str, Any]) -> str:
-    content = block.get("content", "")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(_block_lines([b for b in content if isinstance(b, Mapping)]))
-    return ""
+def _nested_line(block: Mapping[str, Any]) -> str | None:
+    """A non-text block inside a tool result, as the transcript shows it (`(image omitted)`)."""
+    return next(_block_lines([block]), None)

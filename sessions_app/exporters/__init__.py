@@ -2,9 +2,10 @@
 
 `export_messages(messages, fmt, title=...)` returns the body with its media type and file
 extension; `to_anthropic`, `to_openai` and `to_markdown` give the structures themselves.
-The JSON formats are requests a client can send: roles alternate (`merge_adjacent_roles`),
-and system messages after the first other message are rendered as each API accepts them;
-the Markdown transcript keeps every stored message as its own section (docs/exports.md).
+The JSON formats are requests a client can send: roles alternate (the engine's
+`merge_adjacent_roles`, tool results first in a merged user message), and system messages
+after the first other message are rendered as each API accepts them; the Markdown
+transcript keeps every stored message as its own section (docs/exports.md).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .alternation import merge_adjacent_roles
 from .anthropic import clean_block, request_messages, to_anthropic
 from .markdown import to_markdown
 from .openai import to_openai
@@ -24,7 +24,6 @@ __all__ = [
     "Export",
     "clean_block",
     "export_messages",
-    "merge_adjacent_roles",
     "request_messages",
     "to_anthropic",
     "to_markdown",

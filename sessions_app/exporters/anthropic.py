@@ -12,9 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from compaction import Block, blocks_of
-
-from .alternation import merge_adjacent_roles
+from compaction import Block, blocks_of, merge_adjacent_roles
 
 __all__ = ["clean_block", "request_messages", "system_block", "to_anthropic"]
 
@@ -61,7 +59,7 @@ def request_messages(
             rest.append({"role": "user", "content": [system_block(message)]})
         else:
             rest.append({"role": role, "content": message.get("content")})
-    return system, merge_adjacent_roles(rest)
+    return system, merge_adjacent_roles(rest, tool_results_first=True)
 
 
 def system_block(message: Mapping[str, Any]) -> Block:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from compaction import blocks_of, is_meta, is_summary_message
+from compaction import blocks_of, is_meta, is_summary_message, tool_result_text
 
 __all__ = ["to_markdown"]
 
@@ -64,7 +64,7 @@ def _block(block: Mapping[str, Any]) -> str:
             flags.append("no result recorded")
         note = f" ({', '.join(flags)})" if flags else ""
         return f"**Tool result** for `{block.get('tool_use_id')}`{note}\n\n" + _fence(
-            _result_text(block.get("content"))
+            tool_result_text(block.get("content"), _block)
         )
     if kind == "image":
         source = _mapping(block.get("source"))
@@ -78,16 +78,6 @@ def _block(block: Mapping[str, Any]) -> str:
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
-
-
-def _result_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    parts: list[str] = []
-    for inner in content if isinstance(content, list) else []:
-        if isinstance(inner, Mapping):
-            parts.append(str(inner.get("text")) if inner.get("type") == "text" else _block(inner))
-    return "\n".join(parts)
 
 
 def _fence(text: str, language: str = "") -> str:

@@ -17,9 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from compaction import blocks_of, compact_json, tool_use_ids
-
-from .alternation import merge_adjacent_roles
+from compaction import blocks_of, compact_json, merge_adjacent_roles, tool_use_ids
 
 __all__ = ["to_openai"]
 
@@ -27,7 +25,8 @@ __all__ = ["to_openai"]
 def to_openai(messages: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """The messages as an OpenAI chat request body (no model: the caller's)."""
     result: list[dict[str, Any]] = []
-    for message in merge_adjacent_roles(_results_before_system([dict(m) for m in messages])):
+    ordered = _results_before_system([dict(m) for m in messages])
+    for message in merge_adjacent_roles(ordered, tool_results_first=True, merge_system=True):
         role = message.get("role")
         if role == "assistant":
             result.append(_assistant(message))

@@ -76,7 +76,12 @@ def parse_arguments(arguments: Any) -> dict[str, Any]:
 
 
 def content_text(content: Any) -> str:
-    """The readable text of a content value (string, blocks or parts), joined by newlines."""
+    """The readable text of a content value (string, blocks or parts), joined by newlines.
+
+    This reads raw import data before it is normalized: bare strings, a single object, any
+    part with a `text` (`input_text`, `output_text`), thinking and nested tool results. The
+    text of a canonical tool result is `compaction.tool_result_text`.
+    """
     if isinstance(content, str):
         return content
     if isinstance(content, Mapping):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Protocol
 
-from compaction import SUMMARY_PREFIX, blocks_of, is_meta, is_summary_message
+from compaction import SUMMARY_PREFIX, blocks_of, is_meta, is_summary_message, tool_result_text
 
 __all__ = [
     "OFFLOAD_PATTERN",
@@ -107,23 +107,19 @@ def _cut(text: str, limit: int) -> tuple[str, bool]:
 
 
 def result_text(content: Any) -> str:
-    """The readable text of a tool_result's content (string or blocks)."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return "" if content is None else json.dumps(content, ensure_ascii=False)
-    parts: list[str] = []
-    for block in content:
-        if not isinstance(block, Mapping):
-            continue
-        kind = block.get("type")
-        if kind == "text":
-            parts.append(str(block.get("text", "")))
-        elif kind in {"image", "document"}:
-            parts.append(f"[{kind}]")
-        else:
-            parts.append(json.dumps(block, ensure_ascii=False))
-    return "\n".join(parts)
+    """The readable text of a tool_result's content (string or blocks) for the page.
+
+    `tool_result_text`, with `[image]`/`[document]` for those blocks and the JSON of
+    anything else, so nothing stored is hidden.
+    """
+    if content is not None and not isinstance(content, str | list):
+        return json.dumps(content, ensure_ascii=False)
+    return tool_result_text(content, _non_text)
+
+
+def _non_text(block: Mapping[str, Any]) -> str:
+    kind = block.get("type")
+    return f"[{kind}]" if kind in {"image", "document"} else json.dumps(block, ensure_ascii=False)
 
 
 def offloaded_path(text: str) -> str | None:

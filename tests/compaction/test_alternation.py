@@ -91,6 +91,37 @@ def test_results_keep_their_call_when_merged():
     assert validate_messages(merged) == []
 
 
+def test_tool_results_first_is_an_option_of_the_one_merge():
+    messages = [
+        tool_call("t1"),
+        user("an interruption"),
+        tool_results(("t1", "ok")),
+        system("a note"),
+        system("another note"),
+    ]
+
+    kept = merge_adjacent_roles(messages)
+    first = merge_adjacent_roles(messages, tool_results_first=True)
+
+    assert [b["type"] for b in kept[1]["content"]] == ["text", "tool_result"]
+    assert [b["type"] for b in first[1]["content"]] == ["tool_result", "text"]
+    assert first[1]["content"][0] is messages[2]["content"][0]
+    assert validate_messages(first) == []
+    assert [m["role"] for m in first] == ["assistant", "user", "system", "system"]
+    assert first[2] is messages[3], "a run of one is passed through"
+
+
+def test_merge_system_joins_neighbouring_system_messages_in_order():
+    messages = [system("a"), system("b"), user("q"), system("c")]
+
+    merged = merge_adjacent_roles(messages, merge_system=True)
+
+    assert [m["role"] for m in merged] == ["system", "user", "system"]
+    assert [b["text"] for b in merged[0]["content"]] == ["a", "b"]
+    assert merged[2] is messages[3]
+    assert merge_adjacent_roles(messages) == messages, "system messages are not turns"
+
+
 def test_input_neighbours_that_were_not_changed_stay_apart():
     messages = [user("a"), user("b"), assistant("x")]
 

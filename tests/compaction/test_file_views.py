@@ -9,7 +9,6 @@ import pytest
 from compaction.file_views import (
     file_view_path,
     file_view_sources,
-    result_text,
     strip_line_numbers,
 )
 from compaction.folding import SourceFile
@@ -67,17 +66,6 @@ def test_unnumbered_text_is_left_alone() -> None:
 def test_mostly_unnumbered_text_is_left_alone() -> None:
     text = "1\tone\nplain\nplain\nplain\n"
     assert strip_line_numbers(text) == (text, 1)
-
-
-def test_result_text_joins_text_blocks() -> None:
-    content = [
-        {"type": "text", "text": "a"},
-        {"type": "image", "source": {}},
-        {"type": "text", "text": "b"},
-    ]
-    assert result_text(content) == "a\nb"
-    assert result_text("s") == "s"
-    assert result_text(None) == ""
 
 
 def test_file_view_sources_pairs_calls_with_results() -> None:

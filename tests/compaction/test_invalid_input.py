@@ -172,6 +172,7 @@ NOT_HISTORY_FUNCTIONS = {
     "is_meta",
     "starts_round",
     "tool_use_ids",
+    "tool_result_text",  # one content value, lenient: tests/compaction/test_tool_result_text.py
     "compact_json",  # a JSON value, not a history
     "archive_name",  # an archive file name
 }

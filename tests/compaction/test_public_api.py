@@ -106,3 +106,9 @@ def test_the_checker_catches_private_imports(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["CompactOptions", "CallerSummary", "EventHandler"])
 def test_the_grouped_options_and_the_caller_summary_are_public(name: str) -> None:
     assert name in compaction.__all__
+
+
+@pytest.mark.parametrize("name", ["tool_result_text", "merge_adjacent_roles"])
+def test_the_shared_message_helpers_are_public(name: str) -> None:
+    """The web app's exporters, importers and viewmodels use the engine's one copy of each."""
+    assert name in compaction.__all__

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compaction.messages import make_summary_message
 from compaction.validation import validate_messages
@@ -95,6 +97,43 @@ def test_openai_round_trip_gives_the_same_messages() -> None:
     assert body["messages"][2]["reasoning_content"] == "List it."
     imported = parse_text(json.dumps(body), "openai")
     assert [{"role": m["role"], "content": m["content"]} for m in imported.history()] == MESSAGES
+
+
+_WORDS = st.text(alphabet="abc xyz.\n", min_size=1, max_size=12).filter(str.strip)
+
+
+@st.composite
+def _histories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Alternating histories: a prompt, calls answered in the next message, an answer."""
+    messages: list[dict[str, Any]] = []
+    for round_number in range(draw(st.integers(1, 3))):
+        messages.append({"role": "user", "content": draw(_WORDS)})
+        calls = [
+            {"type": "tool_use", "id": f"r{round_number}c{n}", "name": "bash", "input": {"n": n}}
+            for n in range(draw(st.integers(0, 2)))
+        ]
+        if calls:
+            messages.append({"role": "assistant", "content": [_text(draw(_WORDS)), *calls]})
+            results = [
+                {"type": "tool_result", "tool_use_id": c["id"], "content": draw(_WORDS)}
+                for c in calls
+            ]
+            messages.append({"role": "user", "content": results})
+        messages.append({"role": "assistant", "content": [_text(draw(_WORDS))]})
+    return messages
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+@settings(max_examples=30, deadline=None)
+@given(_histories())
+def test_the_openai_export_and_import_are_inverse(messages: list[dict[str, Any]]) -> None:
+    """One converter each way (`to_openai`, the `openai` importer): they undo each other."""
+    body = to_openai(messages)
+    imported = parse_text(json.dumps(body), "openai")
+    assert [{"role": m["role"], "content": m["content"]} for m in imported.history()] == messages
 
 
 def test_anthropic_export_keeps_only_api_keys() -> None:

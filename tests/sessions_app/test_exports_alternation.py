@@ -15,8 +15,9 @@ from django.db import transaction
 from hypothesis import given
 from hypothesis import strategies as st
 
+from compaction import merge_adjacent_roles
 from compaction.validation import validate_messages
-from sessions_app.exporters import merge_adjacent_roles, to_anthropic, to_openai
+from sessions_app.exporters import to_anthropic, to_openai
 from sessions_app.models import Session
 from sessions_app.services.sessions import _append_validated, append_messages
 from tests.sessions_app.conftest import JsonClient
@@ -52,7 +53,7 @@ def test_merging_keeps_block_order_and_puts_tool_results_first() -> None:
         assistant("done"),
     ]
     before = copy.deepcopy(messages)
-    merged = merge_adjacent_roles(messages)
+    merged = merge_adjacent_roles(messages, tool_results_first=True)
     assert messages == before, "the input is never changed"
     assert _roles(merged) == ["user", "assistant", "user", "assistant"]
     assert merged[0] == {"role": "user", "content": [_text("first"), _text("second")]}
@@ -76,7 +77,7 @@ def test_merged_roles_alternate_and_keep_every_text_in_order(
         {"role": role, "content": f"m{i}" if as_string else [_text(f"m{i}")]}
         for i, (role, as_string) in enumerate(shape)
     ]
-    merged = merge_adjacent_roles(messages)
+    merged = merge_adjacent_roles(messages, tool_results_first=True, merge_system=True)
     assert _alternate(_roles(merged))
     texts = [
         b["text"]
