@@ -21,7 +21,15 @@ from .preview import truncation_marker
 from .summarizers.prompt import serialize_message, serialize_transcript
 from .tokens import count_text_tokens, get_encoding
 
-__all__ = ["Chunk", "chunk_messages", "cut_to_fit", "message_costs", "tool_units"]
+__all__ = [
+    "Chunk",
+    "chunk_messages",
+    "cut_to_fit",
+    "fits",
+    "fits_costed",
+    "message_costs",
+    "tool_units",
+]
 
 #: Tokens added to each message's own count: the blank line between messages and the
 #: few tokens a join can cost at a boundary.
@@ -30,6 +38,10 @@ _SEPARATOR: Final = 2
 _MIN_CUT: Final = 16
 _CUT_ATTEMPTS: Final = 8
 _NUMBER: Final = 999_999
+#: Tokens a message's cost may exceed its share of the whole transcript's tokens: the
+#: six-digit number bound (two tokens), the separator, and a join at either boundary. A
+#: generous bound: it only decides when the exact count can be skipped.
+_COST_SLACK: Final = 8
 
 
 @dataclass(frozen=True)
@@ -64,6 +76,26 @@ def fits(messages: Sequence[Message], budget: int, encoding: str | None = None) 
     return count_text_tokens(text, encoding) <= budget
 
 
+def fits_costed(
+    messages: Sequence[Message], budget: int, encoding: str | None = None
+) -> tuple[bool, list[int] | None]:
+    """`fits(messages, budget)`, and the messages' `message_costs` when they were needed.
+
+    A transcript too large for its bytes to decide is costed per message (what chunking
+    needs anyway): a total within the budget fits, a total over it by more than the costs'
+    slack does not, and only in between is the whole transcript counted once more.
+    """
+    if len(serialize_transcript(messages).encode("utf-8", errors="surrogatepass")) <= budget:
+        return True, None
+    costs = message_costs(messages, encoding)
+    total = sum(costs)
+    if total <= budget:
+        return True, costs
+    if total - _COST_SLACK * len(costs) > budget:
+        return False, costs
+    return fits(messages, budget, encoding), costs
+
+
 def tool_units(messages: Sequence[Message]) -> list[range]:
     """The spans a chunk must not split: each tool call with the messages up to its result."""
     answered: dict[str, int] = {}
@@ -90,14 +122,17 @@ def chunk_messages(
     *,
     unit_limit: int | None = None,
     summaries_alone: bool = True,
+    costs: Sequence[int] | None = None,
 ) -> list[Chunk]:
     """`messages` in order, packed into chunks of at most `budget` transcript tokens.
 
     A unit (`tool_units`) over `unit_limit` (default: the budget) is cut to it. With
     `summaries_alone`, each earlier summary is a chunk of its own, marked `summary`.
+    `costs`: the messages' `message_costs` when they are known already.
     """
     limit = min(budget, unit_limit or budget)
-    costs = message_costs(messages, encoding)
+    if costs is None:
+        costs = message_costs(messages, encoding)
     chunks: list[Chunk] = []
     current: list[Message] = []
     tokens = 0

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from .chunking import Chunk, chunk_messages, cut_to_fit, fits, message_costs
+from .chunking import Chunk, chunk_messages, cut_to_fit, fits, fits_costed, message_costs
 from .messages import Message, make_summary_message
 from .policy import Policy
 from .report import RunReport
@@ -54,9 +54,10 @@ class PartedSummary:
     def run(self, request: SummaryRequest) -> tuple[str, SummaryRequest]:
         """The summary of `request.messages`, and the last request that made it."""
         budget = transcript_budget(request, self.policy.summary_input_limit, self.encoding)
-        if fits(request.messages, budget, self.encoding):
+        fitting, costs = fits_costed(request.messages, budget, self.encoding)
+        if fitting:
             return self.summarize(request), request
-        chunks = chunk_messages(request.messages, budget, self.encoding)
+        chunks = chunk_messages(request.messages, budget, self.encoding, costs=costs)
         if len(chunks) == 1 and not chunks[0].summary:  # one unit, cut to fit
             final = replace(request, messages=chunks[0].messages)
             return self.summarize(final), final

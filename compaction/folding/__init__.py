@@ -244,25 +244,33 @@ def fold_views(
 ) -> str:
     """The folded outlines of a summary's files; "" when none is kept.
 
-    Each file is folded on its own, as `fold([file])` would; an outline no smaller than its
-    source is left out; when the rest together exceed `policy.fold_max_tokens`, they are
-    folded together, as `fold(kept)` would. Same text as those calls, but each outline is
-    made once and each piece counted once: the joint fold reuses the per-file counts, and
-    only a text that lost lines to the budget is counted again. `source_tokens` gives each
-    file's source tokens when they are known already (None: count that source).
+    Files are taken newest first (`files` is in viewing order), each folded on its own, as
+    `fold([file])` would; an outline no smaller than its source is left out. Files are taken
+    until the kept outlines exceed `policy.fold_max_tokens` (the file that crosses it
+    included), so a long history's older views are never parsed once the budget is spent;
+    the kept ones, in viewing order, are joined when within the budget, else folded
+    together, as `fold(kept)` would. Each outline is made once and each piece counted once:
+    the joint fold reuses the per-file counts, and only a text that lost lines to the
+    budget is counted again. `source_tokens` gives each file's source tokens when they are
+    known already (None: count that source).
     """
     known = list(source_tokens) if source_tokens is not None else [None] * len(files)
     chosen = [(f, k) for f, k in zip(files, known, strict=True) if f.source.strip()]
-    if not chosen:
-        return ""
     meter = TokenMeter(policy.encoding)
-    counted = _count_pieces([_FoldedFile.of(f, policy) for f, _ in chosen], meter)
-    _fold_each(counted, policy, meter)
-    unknown = [f.source for f, k in chosen if k is None]
-    fresh = iter(count_text_tokens_each(unknown, policy.encoding))
-    totals = [k if k is not None else next(fresh) for _, k in chosen]
-    kept = [c for c, total in zip(counted, totals, strict=True) if c.tokens < total]
-    if sum(c.tokens for c in kept) <= policy.fold_max_tokens:
+    kept: list[_Counted] = []
+    total = 0
+    for file, source_total in reversed(chosen):
+        if total > policy.fold_max_tokens:
+            break
+        item = _count_pieces([_FoldedFile.of(file, policy)], meter)[0]
+        _fold_each([item], policy, meter)
+        if source_total is None:
+            source_total = count_text_tokens_each([file.source], policy.encoding)[0]
+        if item.tokens < source_total:
+            kept.append(item)
+            total += item.tokens
+    kept.reverse()
+    if total <= policy.fold_max_tokens:
         return "\n".join(c.text for c in kept)
     lines = [tokens for c in kept for tokens in c.lines]
     fixed = sum(c.fixed for c in kept)

@@ -5,7 +5,14 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compaction.chunking import chunk_messages, cut_to_fit, fits, message_costs, tool_units
+from compaction.chunking import (
+    chunk_messages,
+    cut_to_fit,
+    fits,
+    fits_costed,
+    message_costs,
+    tool_units,
+)
 from compaction.messages import is_summary_message, tool_result_ids, tool_use_ids
 from compaction.summarizers.prompt import serialize_transcript
 from compaction.tokens import count_text_tokens
@@ -119,3 +126,15 @@ def test_fits_is_exact_around_the_budget():
 
     assert fits(messages, tokens)
     assert not fits(messages, tokens - 1)
+
+
+@CI
+@given(histories(max_rounds=8), st.integers(1, 3000))
+def test_fits_costed_agrees_with_fits_and_gives_the_costs_it_used(messages, budget):
+    fitting, costs = fits_costed(messages, budget)
+
+    assert fitting == fits(messages, budget)
+    assert costs is None or costs == message_costs(messages)
+    if costs is not None:  # what lets the exact count be skipped: costs bound the transcript
+        assert transcript_tokens(messages) >= sum(costs) - 8 * len(costs)
+        assert transcript_tokens(messages) <= sum(costs)

@@ -332,8 +332,14 @@ def test_the_outlines_are_held_to_the_fold_budget():
         )
     messages += [assistant("Read them all " + words(300)), user("Go on " + words(300))]
     policy = chain_policy(steps=("summary",), keep_recent_messages=1, fold_max_tokens=200)
-    budgeted = fold(files, policy=policy)
-    assert budgeted.dropped_lines > 0  # the six outlines are over the budget together
+    kept: list[SourceFile] = []  # the newest outlines, up to the one that crosses the budget
+    for file in reversed(files):
+        if sum(fold([k], policy=policy).tokens for k in kept) > policy.fold_max_tokens:
+            break
+        kept.insert(0, file)
+    assert len(kept) < len(files)  # older views are left out once the budget is spent
+    budgeted = fold(kept, policy=policy)
+    assert budgeted.dropped_lines > 0  # the kept outlines are over the budget together
 
     result = compact_messages(messages, policy, summarizer=ScriptedSummarizer(SUMMARY), force=True)
 

@@ -117,14 +117,16 @@ def module_source(number: int, functions: int) -> str:
 
 
 def reference_outlines(files: list[SourceFile], policy: Policy) -> str:
-    """The summary's outlines as first written: fold each file, then all kept files again."""
-    kept = [
-        (file, folded)
-        for file in files
-        if file.source.strip()
-        for folded in [fold([file], policy=policy)]
-        if folded.tokens < count_text_tokens(file.source)
-    ]
+    """The summary's outlines by their definition: fold each file, newest first, keeping
+    those smaller than their source until the kept ones exceed the budget; then join the
+    kept ones in viewing order, or fold them again together when over the budget."""
+    kept: list[tuple[SourceFile, Any]] = []
+    for file in reversed(files):
+        if sum(folded.tokens for _, folded in kept) > policy.fold_max_tokens:
+            break
+        folded = fold([file], policy=policy)
+        if file.source.strip() and folded.tokens < count_text_tokens(file.source):
+            kept.insert(0, (file, folded))
     if sum(folded.tokens for _, folded in kept) <= policy.fold_max_tokens:
         return "\n".join(folded.text for _, folded in kept)
     return fold([file for file, _ in kept], policy=policy).text
@@ -146,6 +148,26 @@ _FILES = st.lists(
 def test_fold_views_gives_what_folding_each_file_then_all_gave(files, budget):
     policy = Policy(fold_max_tokens=budget)
     assert fold_views(files, policy) == reference_outlines(files, policy)
+
+
+def test_views_beyond_the_spent_fold_budget_are_not_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed: list[bytes] = []
+    original = outline._parse
+
+    def parse(spec: Any, data: bytes) -> Any:
+        parsed.append(data)
+        return original(spec, data)
+
+    monkeypatch.setattr(outline, "_parse", parse)
+    outline.clear_outline_cache()
+    files = [SourceFile(f"pkg/m{n}.py", module_source(n, 30)) for n in range(20)]
+    one = fold([files[-1]]).tokens
+    text = fold_views(files, Policy(fold_max_tokens=one * 3))
+    assert len(parsed) == 4  # three fill the budget, the fourth crosses it
+    assert "pkg/m19.py" in text
+    assert "pkg/m16.py" in text
+    assert "pkg/m15.py" not in text
+    assert text.index("pkg/m16.py") < text.index("pkg/m19.py")  # in viewing order
 
 
 def read_round(number: int, path: str, source: str) -> list[dict[str, Any]]:
@@ -185,7 +207,8 @@ def test_a_compaction_parses_each_distinct_file_once(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(outline, "_parse", parse)
     outline.clear_outline_cache()
     history = reading_history(rounds=60, files=5)  # every file read 12 times
-    policy = Policy(steps=("summary",), keep_recent_messages=4, fold_max_tokens=300)
+    # A budget that holds the five outlines: each file is folded (and parsed) once.
+    policy = Policy(steps=("summary",), keep_recent_messages=4, fold_max_tokens=3_000)
     result = compact_messages(
         history, policy, summarizer=ScriptedSummarizer(default="Summary."), force=True
     )
