@@ -41,6 +41,7 @@ class CompactionTree:
         self._parent: dict[int, int | None] = {
             pk: self._effective_parent(c, everything) for pk, c in self.active.items()
         }
+        self._break_cycles()
         self._children: dict[int | None, list[Compaction]] = {}
         for pk, parent_id in self._parent.items():
             self._children.setdefault(parent_id, []).append(self.active[pk])
@@ -58,6 +59,19 @@ class CompactionTree:
             ancestor = everything.get(parent_id)
             parent_id = ancestor.parent_id if ancestor else None
         return parent_id if parent_id in self.active else None
+
+    def _break_cycles(self) -> None:
+        """A compaction that is its own ancestor (only bad stored data can say so) goes to
+        the top level, so every compaction of the tree is reachable from the roots."""
+        for pk in sorted(self._parent, key=lambda key: self.active[key].number):
+            seen = {pk}
+            parent_id = self._parent[pk]
+            while parent_id is not None:
+                if parent_id in seen:
+                    self._parent[pk] = None
+                    break
+                seen.add(parent_id)
+                parent_id = self._parent.get(parent_id)
 
     @property
     def roots(self) -> list[Compaction]:
