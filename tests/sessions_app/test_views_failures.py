@@ -8,6 +8,7 @@ import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.http import Http404, HttpRequest, HttpResponse
 from django.test import RequestFactory
+from django_htmx.middleware import HtmxDetails
 
 from compaction import PolicyError, SummaryError
 from sessions_app.services.errors import Conflict, InvalidInput, NotFound, Unavailable
@@ -23,11 +24,9 @@ def _view(error: Exception) -> Any:
 
 
 def _request(htmx: bool) -> HttpRequest:
-    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
-    request = RequestFactory().post("/sessions/x/compact/", **headers)
+    headers = {"HX-Request": "true"} if htmx else {}
+    request = RequestFactory().post("/sessions/x/compact/", headers=headers)
     request.user = AnonymousUser()
-    from django_htmx.middleware import HtmxDetails
-
     request.htmx = HtmxDetails(request)  # type: ignore[attr-defined]
     return request
 
