@@ -11,5 +11,8 @@ missing or foreign object (the API and the views map it to 404), and `InvalidCur
 - `history`: messages of the full history (pages, ranges, windows of the history tree);
 - `entries`: entries of the runtime context;
 - `compactions`: compactions, pages of them and the session's compaction tree;
-- `jobs`: background compaction jobs.
+- `jobs`: background compaction jobs;
+- `files`: offloaded tool results.
+
+The compaction markers' tree itself is pure arrangement, sessions_app/compaction_tree.py.
 """
