@@ -1,17 +1,20 @@
-"""Helpers shared by the routers: the caller's session, and error responses for the docs."""
+"""Helpers shared by the routers: the caller's session, service errors, error declarations."""
 
 from __future__ import annotations
 
-import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.http import Http404, HttpRequest
+from ninja.errors import ValidationError
 
 from ..models import Session
-from ..services.sessions import sessions_for
+from ..selectors import sessions as session_selectors
+from ..services.errors import InvalidInput, NotFound
 from .schemas import ErrorOut
 
-__all__ = ["errors", "owned_session", "user_of"]
+__all__ = ["errors", "owned_session", "service_errors", "user_of"]
 
 
 def user_of(request: HttpRequest) -> Any:
@@ -19,17 +22,31 @@ def user_of(request: HttpRequest) -> Any:
     return getattr(request, "auth", None)
 
 
-def owned_session(request: HttpRequest, session_id: str, *, lock: bool = False) -> Session:
-    """The caller's session `session_id`; 404 for a malformed id or another owner's session."""
+@contextmanager
+def service_errors() -> Iterator[None]:
+    """Answer the selectors' NotFound as a 404 and InvalidInput as a 422 naming each field.
+
+    A bridge for the routers of sessions and jobs: these answers are the API's error
+    contract (README, "API"). Once ctxweb/api.py maps the service error tree itself, this
+    becomes a no-op and can go.
+    """
     try:
-        key = uuid.UUID(str(session_id))
-    except ValueError:
-        raise Http404("no such session") from None
-    queryset = sessions_for(user_of(request))
-    session = queryset.filter(pk=key).first()
-    if session is None:
-        raise Http404("no such session")
-    return session
+        yield
+    except NotFound as missing:
+        raise Http404(str(missing)) from missing
+    except InvalidInput as invalid:
+        raise ValidationError(
+            [{"loc": (p.path,), "msg": p.message, "type": "value_error"} for p in invalid.problems]
+        ) from invalid
+
+
+def owned_session(request: HttpRequest, session_id: str, *, lock: bool = False) -> Session:
+    """The caller's session `session_id`; 404 for a malformed id or another owner's session.
+
+    (`lock` is accepted for the callers that pass it; the read takes no lock.)
+    """
+    with service_errors():
+        return session_selectors.owned_session(user_of(request), session_id)
 
 
 def errors(*codes: int) -> dict[int, type[ErrorOut]]:

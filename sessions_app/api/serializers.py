@@ -8,7 +8,10 @@ from typing import Any
 
 from compaction import PolicyError
 
+from ..compaction_tree import CompactionTree
 from ..models import Compaction, CompactionJob, CompactionProfile, Session
+from ..selectors.compactions import compaction_links
+from ..selectors.profiles import profiles_by_id
 from ..services.policies import default_profile
 
 __all__ = ["ProfileCache", "compaction_dict", "job_dict", "marker_tree", "session_dict"]
@@ -18,7 +21,7 @@ class ProfileCache:
     """Profiles read once per request, so a page of sessions costs one query."""
 
     def __init__(self) -> None:
-        self.by_id = {p.pk: p for p in CompactionProfile.objects.all()}
+        self.by_id = profiles_by_id()
         self.default = default_profile()
 
     def for_session(self, session: Session) -> CompactionProfile:
@@ -110,9 +113,7 @@ def compaction_dicts(compactions: list[Compaction]) -> list[dict[str, Any]]:
     if not compactions:
         return []
     session_id = compactions[0].session_id
-    related = list(
-        Compaction.objects.filter(session_id=session_id).only("pk", "number", "parent_id")
-    )
+    related = compaction_links(session_id)
     number_of = {c.pk: c.number for c in related}
     children = children_map(related)
     return [
@@ -125,13 +126,10 @@ def compaction_dicts(compactions: list[Compaction]) -> list[dict[str, Any]]:
     ]
 
 
-def marker_tree(compactions: list[Compaction]) -> list[dict[str, Any]]:
-    """Succeeded compactions as nested markers: each with its range and its children."""
-    live = [c for c in compactions if c.status == Compaction.Status.SUCCEEDED]
-    by_parent: dict[int | None, list[Compaction]] = defaultdict(list)
-    ids = {c.pk for c in live}
-    for c in live:
-        by_parent[c.parent_id if c.parent_id in ids else None].append(c)
+def marker_tree(compactions: Iterable[Compaction]) -> list[dict[str, Any]]:
+    """Succeeded compactions as nested markers, each with its range and its children: the
+    one tree of sessions_app/compaction_tree.py, which the history tab draws too."""
+    tree = CompactionTree(compactions)
 
     def build(c: Compaction) -> dict[str, Any]:
         return {
@@ -146,14 +144,10 @@ def marker_tree(compactions: list[Compaction]) -> list[dict[str, Any]]:
             "original_token_count": c.tokens_before,
             "compacted_token_count": c.tokens_after,
             "compacted_message_count": c.compacted_message_count,
-            "children": [build(child) for child in sorted(by_parent[c.pk], key=_first)],
+            "children": [build(child) for child in tree.children(c)],
         }
 
-    return [build(c) for c in sorted(by_parent[None], key=_first)]
-
-
-def _first(c: Compaction) -> tuple[int, int]:
-    return (c.first_seq if c.first_seq is not None else -1, c.number)
+    return [build(c) for c in tree.roots]
 
 
 def job_dict(job: CompactionJob) -> dict[str, Any]:

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
-from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema
 from pydantic import Field
 
-from ..models import Compaction, ContextEntry, Message
+from ..selectors.compactions import session_compactions
+from ..selectors.history import history_page
+from ..selectors.sessions import owned_sessions, session_slice
 from ..services.auto import post_call_check
-from ..services.sessions import append_messages, create_session, delete_session, sessions_for
-from .common import errors, owned_session, user_of
-from .pagination import InvalidCursor, decode_cursor, encode_cursor, page_limit
+from ..services.sessions import append_messages, create_session, delete_session
+from .common import errors, owned_session, service_errors, user_of
+from .pagination import page_limit
 from .schemas import (
     AppendIn,
     AppendOut,
@@ -42,33 +42,20 @@ class HistoryQuery(Schema):
 
 @router.get("", response={200: SessionListOut, **errors(422)})
 def list_sessions(request: HttpRequest, query: Query[SessionListQuery]) -> dict[str, Any]:
-    """The caller's sessions, newest activity first; `search` matches title or external id."""
-    sessions = sessions_for(user_of(request)).order_by("-updated_at", "-id")
-    if query.search:
-        sessions = sessions.filter(
-            Q(title__icontains=query.search) | Q(external_id__icontains=query.search)
+    """The caller's sessions, latest activity first; `search` keeps the sessions whose
+    title, model, source format or external id contain every word of it."""
+    with service_errors():
+        found = session_slice(
+            owned_sessions(user_of(request)),
+            search=query.search or "",
+            cursor=query.cursor,
+            limit=page_limit(query.limit),
         )
-    position = decode_cursor(query.cursor)
-    if position is not None:
-        try:
-            updated = datetime.fromisoformat(str(position["u"]))
-            last_id = str(position["id"])
-        except (KeyError, ValueError):
-            raise InvalidCursor() from None
-        sessions = sessions.filter(
-            Q(updated_at__lt=updated) | Q(updated_at=updated, id__lt=last_id)
-        )
-    limit = page_limit(query.limit)
-    page = list(sessions[: limit + 1])
-    more = len(page) > limit
-    page = page[:limit]
     profiles = ProfileCache()
-    next_cursor = (
-        encode_cursor({"u": page[-1].updated_at.isoformat(), "id": str(page[-1].pk)})
-        if more
-        else None
-    )
-    return {"items": [session_dict(s, profiles) for s in page], "next": next_cursor}
+    return {
+        "items": [session_dict(s, profiles) for s in found.sessions],
+        "next": found.next_cursor,
+    }
 
 
 @router.post("", response={201: SessionOut, **errors(400, 403, 409, 413, 422)})
@@ -123,26 +110,12 @@ def append(request: HttpRequest, session_id: str, payload: AppendIn) -> tuple[in
 def history(request: HttpRequest, session_id: str, query: Query[HistoryQuery]) -> dict[str, Any]:
     """The full history by seq, with the compaction markers over the page (nested)."""
     session = owned_session(request, session_id)
-    position = decode_cursor(query.cursor)
-    after = -1
-    if position is not None:
-        try:
-            after = int(position["seq"])
-        except (KeyError, TypeError, ValueError):
-            raise InvalidCursor() from None
     limit = page_limit(query.limit, default=100, maximum=1000)
-    rows = list(Message.objects.filter(session=session, seq__gt=after).order_by("seq")[: limit + 1])
-    more = len(rows) > limit
-    rows = rows[:limit]
-    in_context = set(
-        ContextEntry.objects.filter(
-            session=session, message_id__in=[r.pk for r in rows]
-        ).values_list("message_id", flat=True)
-    )
-    compactions = list(Compaction.objects.filter(session=session))
-    markers = marker_tree(compactions)
-    if rows:
-        low, high = rows[0].seq, rows[-1].seq
+    with service_errors():
+        page = history_page(session, cursor=query.cursor, limit=limit)
+    markers = marker_tree(session_compactions(session))
+    if page.messages:
+        low, high = page.messages[0].seq, page.messages[-1].seq
         markers = [m for m in markers if _overlaps(m, low, high)]
     return {
         "messages": [
@@ -154,12 +127,12 @@ def history(request: HttpRequest, session_id: str, query: Query[HistoryQuery]) -
                 "created_at": r.created_at,
                 "token_count": r.token_count,
                 "original_id": r.original_id,
-                "in_context": r.pk in in_context,
+                "in_context": r.pk in page.in_context,
             }
-            for r in rows
+            for r in page.messages
         ],
         "compactions": markers,
-        "next": encode_cursor({"seq": rows[-1].seq}) if more else None,
+        "next": page.next_cursor,
     }
 
 

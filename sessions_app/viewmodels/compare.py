@@ -14,9 +14,10 @@ from datetime import datetime
 from itertools import accumulate
 from typing import Any, Final
 
-from django.db.models import BooleanField, ExpressionWrapper, Q
-
 from sessions_app.models import Compaction, ContextEntry, Message, Session
+from sessions_app.selectors.compactions import session_compactions
+from sessions_app.selectors.entries import compare_entries, entries_with_messages
+from sessions_app.selectors.history import message_tokens
 
 from .blocks import MessageView, build_message_views
 
@@ -73,11 +74,7 @@ class _History:
     """Prefix sums over the full history, to total any seq range in O(log n)."""
 
     def __init__(self, session: Session) -> None:
-        rows = list(
-            Message.objects.filter(session=session)
-            .order_by("seq")
-            .values_list("seq", "token_count")
-        )
+        rows = message_tokens(session)
         self.seqs = [seq for seq, _ in rows]
         self.prefix = [0, *accumulate(tokens for _, tokens in rows)]
 
@@ -91,27 +88,6 @@ class _History:
     def tokens(self) -> int:
         """Tokens of the whole history."""
         return self.prefix[-1]
-
-
-def _entries(session: Session) -> list[dict[str, Any]]:
-    changed = ExpressionWrapper(Q(content__isnull=False), output_field=BooleanField())
-    return [
-        dict(row)
-        for row in ContextEntry.objects.filter(session=session)
-        .order_by("position")
-        .annotate(changed=changed)
-        .values(
-            "pk",
-            "position",
-            "kind",
-            "role",
-            "token_count",
-            "compaction_id",
-            "changed",
-            "message__seq",
-            "message__token_count",
-        )
-    ]
 
 
 def _uncovered_runs(seqs: list[int], covered: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -158,7 +134,7 @@ def _fill_changed(rows: list[CompareRow]) -> None:
     wanted = {row.entry_pk: row for row in rows if row.entry_pk is not None}
     if not wanted:
         return
-    for entry in ContextEntry.objects.filter(pk__in=wanted).select_related("message"):
+    for entry in entries_with_messages(None, wanted):
         original = entry.message
         if original is None:
             continue
@@ -190,11 +166,11 @@ def _summary_row(
 def compare_view(session: Session) -> CompareView:
     """Rows of the runtime context beside the full history, in timeline order."""
     history = _History(session)
-    compactions = {c.pk: c for c in Compaction.objects.filter(session=session)}
+    compactions = {c.pk: c for c in session_compactions(session)}
     rows: list[CompareRow] = []
     covered: list[tuple[int, int]] = []
     changed = 0
-    entries = _entries(session)
+    entries = compare_entries(session)
     for entry in entries:
         seq = entry["message__seq"]
         if entry["kind"] == ContextEntry.Kind.SUMMARY or seq is None:

@@ -12,11 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from django.db.models import BooleanField, ExpressionWrapper, Q, TextField
-from django.db.models.functions import Cast, Coalesce
-
-from compaction import SUMMARY_KEY, blocks_of
+from compaction import blocks_of
 from sessions_app.models import ContextEntry, Session
+from sessions_app.selectors.entries import entry_tokens
 
 from .caching import session_cached
 from .limits import Limits
@@ -121,13 +119,7 @@ def _tokens_by_kind(session: Session) -> tuple[dict[str, int], int]:
     Contents are read as JSON text and only entries that hold tool blocks are decoded, so a
     long context costs one query and a substring test per entry.
     """
-    raw = Cast(Coalesce("content", "message__content"), output_field=TextField())
-    marked = ExpressionWrapper(Q(extra__has_key=SUMMARY_KEY), output_field=BooleanField())
-    rows = (
-        ContextEntry.objects.filter(session=session)
-        .order_by("position")
-        .values_list("kind", "role", "token_count", marked, raw)
-    )
+    rows = entry_tokens(session)
     totals = dict.fromkeys((key for key, _ in KINDS), 0)
     count = 0
     for kind, role, tokens, is_marked, text in rows:

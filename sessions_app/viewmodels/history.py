@@ -1,10 +1,9 @@
 """The full history as a tree: messages, and compaction markers that fold their ranges.
 
 A succeeded compaction folds the original messages `first_seq..last_seq` behind a one-line
-marker. Its children are the compactions whose (effective) parent is it: earlier compactions
-whose summaries it summarized again, so their ranges nest inside its range. Reverted and failed
-compactions fold nothing (they are listed in the compaction log); a child of a reverted
-compaction hangs from the nearest succeeded ancestor.
+marker; the markers nest as the one compaction tree says (sessions_app/compaction_tree.py,
+which the API's history uses too). Reverted and failed compactions fold nothing (they are
+listed in the compaction log).
 
 Histories can be long, so a level of the tree is shown a window at a time: every marker of the
 level in its place, the newest messages of the top level (the oldest inside a marker), and the
@@ -16,14 +15,15 @@ from __future__ import annotations
 import itertools
 import math
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final, Literal
 
-from django.db.models import Count, Max, Min, Q, QuerySet
-
+from sessions_app.compaction_tree import CompactionTree as SharedTree
 from sessions_app.models import Compaction, Message, Session
+from sessions_app.selectors.compactions import session_compactions
+from sessions_app.selectors.history import HistoryLevel, message_times
 
 from .blocks import MessageView, build_message_views
 
@@ -77,55 +77,13 @@ class MarkerView:
         return c.last_seq - c.first_seq + 1
 
 
-class CompactionTree:
-    """The succeeded compactions of a session, arranged by their (effective) parents."""
-
-    def __init__(self, compactions: Iterable[Compaction]) -> None:
-        everything = {c.pk: c for c in compactions}
-        self.by_number = {c.number: c for c in everything.values()}
-        active = {pk: c for pk, c in everything.items() if c.status == Compaction.Status.SUCCEEDED}
-        self._parent: dict[int, int | None] = {}
-        for pk, compaction in active.items():
-            parent_id = compaction.parent_id
-            seen: set[int] = set()
-            while parent_id is not None and parent_id not in active and parent_id not in seen:
-                seen.add(parent_id)
-                ancestor = everything.get(parent_id)
-                parent_id = ancestor.parent_id if ancestor else None
-            self._parent[pk] = parent_id if parent_id in active else None
-        self._children: dict[int | None, list[Compaction]] = {}
-        for pk, parent_id in self._parent.items():
-            self._children.setdefault(parent_id, []).append(active[pk])
-        for siblings in self._children.values():
-            siblings.sort(key=lambda c: (c.first_seq if c.first_seq is not None else -1, c.number))
-        self.active = active
+class CompactionTree(SharedTree):
+    """The shared marker tree (sessions_app/compaction_tree.py) with the page's marker rows."""
 
     @classmethod
     def for_session(cls, session: Session) -> CompactionTree:
         """The tree of one session's compactions."""
-        return cls(Compaction.objects.filter(session=session).order_by("number"))
-
-    def children(self, compaction: Compaction | None) -> list[Compaction]:
-        """Direct children of `compaction`, or the top-level compactions for None."""
-        return self._children.get(compaction.pk if compaction else None, [])
-
-    def depth(self, compaction: Compaction) -> int:
-        """0 for a top-level compaction, 1 for its children, and so on."""
-        depth = 0
-        parent_id = self._parent.get(compaction.pk)
-        while parent_id is not None:
-            depth += 1
-            parent_id = self._parent.get(parent_id)
-        return depth
-
-    def is_top_level(self, compaction: Compaction) -> bool:
-        """True for a succeeded compaction no other active compaction re-summarized: the
-        only kind that can be reverted as it is."""
-        return compaction.pk in self.active and self._parent.get(compaction.pk) is None
-
-    def descendant_count(self, compaction: Compaction) -> int:
-        """How many compactions are nested inside `compaction`, at any depth."""
-        return sum(1 + self.descendant_count(c) for c in self.children(compaction))
+        return cls(session_compactions(session))
 
     def marker(self, compaction: Compaction) -> MarkerView:
         """The marker row of `compaction`."""
@@ -187,27 +145,12 @@ class HistoryWindow:
         return [item for item in self.items if isinstance(item, GapView)]
 
 
-def _level_query(session: Session, parent: Compaction | None, children: Sequence[Compaction]) -> Q:
-    """The messages shown at one level: the parent's range minus the children's ranges."""
-    q = Q(session=session)
-    if parent is not None:
-        q &= Q(seq__gte=parent.first_seq or 0)
-        if parent.last_seq is not None:
-            q &= Q(seq__lte=parent.last_seq)
-    for child in children:
-        if child.first_seq is not None and child.last_seq is not None:
-            q &= ~Q(seq__gte=child.first_seq, seq__lte=child.last_seq)
-    return q
-
-
 def _marker_keys(session: Session, markers: Sequence[Compaction]) -> list[tuple[float, Compaction]]:
     """Each marker's place in the timeline: its first message, or its time when rangeless."""
     keyed = [(float(c.first_seq), c) for c in markers if c.first_seq is not None]
     rangeless = [c for c in markers if c.first_seq is None]
     if rangeless:
-        times = list(
-            Message.objects.filter(session=session).order_by("seq").values_list("created_at", "seq")
-        )
+        times = message_times(session)
         stamps: list[datetime] = [t for t, _ in times]
         for compaction in rangeless:
             index = bisect_right(stamps, compaction.created_at)
@@ -233,19 +176,12 @@ def parse_bound(value: str | None) -> float | None:
     return bound if math.isfinite(bound) else None
 
 
-def _between(query: QuerySet[Message], lo: float | None, hi: float | None) -> QuerySet[Message]:
-    """Messages strictly between the bounds (which may be half-way keys like 12.5)."""
-    if lo is not None:
-        query = query.filter(seq__gt=math.floor(lo))
-    if hi is not None:
-        query = query.filter(seq__lt=math.ceil(hi))
-    return query
-
-
-def _take(query: QuerySet[Message], direction: Direction, limit: int) -> tuple[list[Message], bool]:
+def _take(
+    level: HistoryLevel, lo: float | None, hi: float | None, direction: Direction, limit: int
+) -> tuple[list[Message], bool]:
     """`limit` messages from the preferred end, never ending between a tool call and its
     result; and whether any are left."""
-    rows = list(query.order_by("-seq" if direction == "newest" else "seq")[: limit + 2])
+    rows = level.edge(lo, hi, newest=direction == "newest", count=limit + 2)
     window = rows[:limit]
     if len(rows) > limit:
         edge = window[-1] if direction == "newest" else rows[limit]
@@ -258,23 +194,21 @@ def _take(query: QuerySet[Message], direction: Direction, limit: int) -> tuple[l
 
 
 def _gaps(
-    query: QuerySet[Message], lo: float | None, hi: float | None, keys: list[float]
+    level: HistoryLevel, lo: float | None, hi: float | None, keys: list[float]
 ) -> list[GapView]:
     """The untaken messages in (lo, hi), split into runs by the marker keys."""
     edges = [lo, *sorted(k for k in keys if (lo is None or k > lo) and (hi is None or k < hi)), hi]
     gaps = []
     for low, high in itertools.pairwise(edges):
-        stats = _between(query, low, high).aggregate(
-            count=Count("pk"), first=Min("seq"), last=Max("seq")
-        )
-        if stats["count"]:
+        run = level.run(low, high)
+        if run is not None:
             gaps.append(
                 GapView(
-                    lo=low if low is not None else stats["first"] - 1,
-                    hi=high if high is not None else stats["last"] + 1,
-                    count=stats["count"],
-                    first_seq=stats["first"],
-                    last_seq=stats["last"],
+                    lo=low if low is not None else run.first_seq - 1,
+                    hi=high if high is not None else run.last_seq + 1,
+                    count=run.count,
+                    first_seq=run.first_seq,
+                    last_seq=run.last_seq,
                 )
             )
     return gaps
@@ -298,8 +232,8 @@ def history_window(
     tree = tree or CompactionTree.for_session(session)
     direction: Direction = "newest" if parent is None else "oldest"
     children = tree.children(parent)
-    level = Message.objects.filter(_level_query(session, parent, children))
-    window, more = _take(_between(level, lo, hi), direction, limit)
+    level = HistoryLevel(session, parent, children)
+    window, more = _take(level, lo, hi, direction, limit)
     keyed = [
         (key, compaction)
         for key, compaction in _marker_keys(session, children)
@@ -322,7 +256,7 @@ def history_window(
         for gap in _gaps(level, rest_lo, rest_hi, [key for key, _ in keyed]):
             if gap.count <= SMALL_GAP:
                 # Not worth a row of its own: draw its few messages.
-                small += _between(level, gap.lo, gap.hi).order_by("seq")
+                small += level.messages(gap.lo, gap.hi)
             else:
                 items.append((gap.lo + 0.25, gap))
         items += [(float(view.seq or 0), view) for view in build_message_views(small)]

@@ -1,45 +1,25 @@
-"""The sessions list: search, sort and keyset (cursor) pagination over one owner's sessions."""
+"""The sessions list page: one owner's sessions searched, sorted and paged, with limits.
+
+The search rule, the sorts and the cursor are the selectors' (sessions_app/selectors/
+sessions.py), shared with `GET /api/sessions`.
+"""
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Final
+from typing import Final
 
-from django.db.models import Q, QuerySet
-from django.utils.dateparse import parse_datetime
+from django.db.models import QuerySet
 
 from sessions_app.models import Session
+from sessions_app.selectors.cursors import InvalidCursor
+from sessions_app.selectors.sessions import DEFAULT_SORT, SORTS, SessionSlice, session_slice
 
 from .limits import Limits, LimitsResolver
 
 __all__ = ["PAGE_SIZE", "SORTS", "SessionPage", "SessionRow", "session_page"]
 
 PAGE_SIZE: Final = 25
-
-
-@dataclass(frozen=True)
-class Sort:
-    """One way to order the list: a field and a direction."""
-
-    label: str
-    field: str
-    descending: bool
-
-
-SORTS: Final[dict[str, Sort]] = {
-    "recent": Sort("Last activity", "updated_at", True),
-    "created": Sort("Newest", "created_at", True),
-    "title": Sort("Title", "title", False),
-    "tokens": Sort("History tokens", "history_tokens", True),
-    "context": Sort("Runtime tokens", "context_tokens", True),
-    "messages": Sort("Messages", "message_count", True),
-    "compactions": Sort("Compactions", "compaction_count", True),
-}
-DEFAULT_SORT: Final = "recent"
 
 
 @dataclass(frozen=True)
@@ -66,75 +46,26 @@ class SessionPage:
     is_first: bool
 
 
-def _encode(value: Any, pk: Any) -> str:
-    if isinstance(value, datetime):
-        value = value.isoformat()
-    raw = json.dumps([value, str(pk)]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode(cursor: str, sort: Sort) -> tuple[Any, str] | None:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        value, pk = json.loads(raw)
-    except (ValueError, binascii.Error, TypeError):
-        return None
-    if sort.field.endswith("_at"):
-        value = parse_datetime(value) if isinstance(value, str) else None
-        if value is None:
-            return None
-    elif sort.field == "title":
-        if not isinstance(value, str):
-            return None
-    elif not isinstance(value, int):
-        return None
-    return value, str(pk)
-
-
-def _after(sort: Sort, value: Any, pk: str) -> Q:
-    op = "lt" if sort.descending else "gt"
-    return Q(**{f"{sort.field}__{op}": value}) | Q(**{sort.field: value, f"pk__{op}": pk})
-
-
-def search(queryset: QuerySet[Session], query: str) -> QuerySet[Session]:
-    """Sessions whose title, model, source format or external id contain every word."""
-    for word in query.split():
-        queryset = queryset.filter(
-            Q(title__icontains=word)
-            | Q(model__icontains=word)
-            | Q(source_format__icontains=word)
-            | Q(external_id__icontains=word)
-        )
-    return queryset
-
-
 def session_page(
-    queryset: QuerySet[Session],
+    sessions: QuerySet[Session],
     *,
     query: str = "",
     sort: str = DEFAULT_SORT,
     cursor: str = "",
     limit: int = PAGE_SIZE,
 ) -> SessionPage:
-    """One page of `queryset` (already the owner's sessions), searched and sorted."""
-    sort = sort if sort in SORTS else DEFAULT_SORT
-    order = SORTS[sort]
-    rows = search(queryset, query.strip()).select_related("profile")
-    decoded = _decode(cursor, order) if cursor else None
-    if decoded is not None:
-        rows = rows.filter(_after(order, *decoded))
-    prefix = "-" if order.descending else ""
-    page = list(rows.order_by(f"{prefix}{order.field}", f"{prefix}pk")[: limit + 1])
-    next_cursor = None
-    if len(page) > limit:
-        page = page[:limit]
-        last = page[-1]
-        next_cursor = _encode(getattr(last, order.field), last.pk)
+    """One page of `sessions` (already the owner's), searched and sorted. A cursor the
+    page did not issue (an old link, a hand-edited URL) opens the first page."""
+    found: SessionSlice
+    try:
+        found = session_slice(sessions, search=query, sort=sort, cursor=cursor, limit=limit)
+    except InvalidCursor:
+        found = session_slice(sessions, search=query, sort=sort, limit=limit)
     resolve = LimitsResolver()
     return SessionPage(
-        rows=[SessionRow(session, resolve(session)) for session in page],
-        sort=sort,
-        query=query.strip(),
-        next_cursor=next_cursor,
-        is_first=decoded is None,
+        rows=[SessionRow(session, resolve(session)) for session in found.sessions],
+        sort=found.sort,
+        query=found.search,
+        next_cursor=found.next_cursor,
+        is_first=found.is_first,
     )

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Final
 
-from sessions_app.models import Compaction, Message, Session
+from sessions_app.models import Compaction, Session
+from sessions_app.selectors.compactions import drawn_compactions
+from sessions_app.selectors.history import first_seq_after, message_tokens
 
 from .caching import session_cached
 from .limits import Limits
@@ -113,12 +115,7 @@ def _drop_positions(
     """After how many messages each compaction ran (by time, and never before its range)."""
     positions = []
     for compaction in compactions:
-        after = (
-            Message.objects.filter(session=session, created_at__gt=compaction.created_at)
-            .order_by("seq")
-            .values_list("seq", flat=True)
-            .first()
-        )
+        after = first_seq_after(session, compaction.created_at)
         position = after if after is not None else session.message_count
         if compaction.last_seq is not None:
             position = max(position, compaction.last_seq + 1)
@@ -189,14 +186,8 @@ def token_timeline(session: Session, limits: Limits) -> TimelineChart:
 
 
 def _build(session: Session, limits: Limits) -> TimelineChart:
-    rows = list(
-        Message.objects.filter(session=session).order_by("seq").values_list("seq", "token_count")
-    )
-    compactions = list(
-        Compaction.objects.filter(session=session)
-        .exclude(status=Compaction.Status.FAILED)
-        .order_by("number")
-    )
+    rows = message_tokens(session)
+    compactions = drawn_compactions(session)
     points, events = _series([r[1] for r in rows], _drop_positions(session, compactions))
     n = max(1, len(rows))
     runtime_max = max((p.runtime for p in points), default=0)

@@ -2,6 +2,8 @@
 
 Each action answers with a small partial for its panel; when the session changed, the
 response also fires `session-changed` so the gauge, chart and open tab reload in place.
+A refused action (bad settings, a conflict, the summary model down) raises the service
+error and `failures.service_errors` answers it with a notice (422, 409 or 503).
 """
 
 from __future__ import annotations
@@ -13,19 +15,22 @@ from typing import Any, Final
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
-from compaction import CompactionError
-from sessions_app.models import CompactionJob, CompactionProfile, ContextEntry, Session
+from sessions_app.models import CompactionJob, Session
+from sessions_app.selectors.entries import entries_with_messages
+from sessions_app.selectors.jobs import session_job
+from sessions_app.selectors.profiles import profile_exists
 from sessions_app.services import jobs
 from sessions_app.services.compacting import compact_session
-from sessions_app.services.errors import Conflict
+from sessions_app.services.errors import InvalidInput
 from sessions_app.services.offloading import offload_session
 from sessions_app.services.reverting import revert_compaction
 from sessions_app.viewmodels.blocks import MessageView, build_message_views
 
-from .common import owned_session, session_changed
+from .common import owned_compaction, owned_session, session_changed
+from .failures import service_errors
 
 __all__ = [
     "CompactForm",
@@ -82,24 +87,17 @@ def _params(form: CompactForm) -> dict[str, Any]:
     }
 
 
-def _valid_form(request: HttpRequest) -> CompactForm | HttpResponse:
-    """The posted compaction form when valid, else the error notice to answer with."""
+def _valid_form(request: HttpRequest) -> CompactForm:
+    """The posted compaction form; InvalidInput (a 422 notice) when it is not valid."""
     form = CompactForm(request.POST)
-    if form.is_valid():
-        return form
-    return _error(request, "Check the compaction settings.")
-
-
-def _error(request: HttpRequest, message: str, *, status: int = 200) -> HttpResponse:
-    return render(request, f"{ACTIONS}#notice", {"level": "error", "text": message}, status=status)
+    if not form.is_valid():
+        field = next(iter(form.errors), "form")
+        raise InvalidInput.field(field, "Check the compaction settings.")
+    return form
 
 
 def _preview_rows(session: Session, entry_ids: list[Any]) -> list[PreviewRow]:
-    entries = list(
-        ContextEntry.objects.filter(session=session, pk__in=entry_ids[:PREVIEW_ROWS])
-        .select_related("message")
-        .order_by("position")
-    )
+    entries = entries_with_messages(session, entry_ids[:PREVIEW_ROWS])
     messages = [e.message for e in entries if e.message is not None]
     views = {v.seq: v for v in build_message_views(messages)}
     return [
@@ -116,17 +114,13 @@ def _preview_rows(session: Session, entry_ids: list[Any]) -> list[PreviewRow]:
 
 @login_required
 @require_POST
+@service_errors
 def compact_preview(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """Dry run: what would be summarized, the predicted tokens and summary; nothing stored."""
     session = owned_session(request, session_id)
     form = _valid_form(request)
-    if isinstance(form, HttpResponse):
-        return form
     params = _params(form)
-    try:
-        outcome = compact_session(session, dry_run=True, **params)
-    except (CompactionError, Conflict) as error:
-        return _error(request, f"Preview failed: {error}")
+    outcome = compact_session(session, dry_run=True, **params)
     preview = outcome.preview or {}
     ids = [i for i in preview.get("middle_entry_ids") or [] if i is not None]
     context = {
@@ -142,15 +136,14 @@ def compact_preview(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse
 
 @login_required
 @require_POST
+@service_errors
 def compact(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """Queue a background compaction and answer with its live progress."""
     session = owned_session(request, session_id)
     form = _valid_form(request)
-    if isinstance(form, HttpResponse):
-        return form
     profile = form.cleaned_data["profile"]
-    if profile and not CompactionProfile.objects.filter(name=profile).exists():
-        return _error(request, f"Unknown profile {profile!r}.")
+    if profile and not profile_exists(profile):
+        raise InvalidInput.field("profile", f"Unknown profile {profile!r}.")
     job = jobs.enqueue_compaction(session, params={**_params(form), "trigger": "manual"})
     job.refresh_from_db()
     return _job_response(request, session, job)
@@ -207,25 +200,24 @@ def _chunk_label(job: CompactionJob) -> str:
 
 @login_required
 @require_GET
+@service_errors
 def job_progress(request: HttpRequest, session_id: uuid.UUID, job_id: uuid.UUID) -> HttpResponse:
     """A job's progress; polled every second until it is done (then polling stops)."""
     session = owned_session(request, session_id)
-    job = get_object_or_404(CompactionJob, session=session, pk=job_id)
+    job = session_job(session, job_id)
     return _job_response(request, session, job)
 
 
 @login_required
 @require_POST
+@service_errors
 def offload(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """Offload large tool results of the runtime context to files."""
     session = owned_session(request, session_id)
     form = OffloadForm(request.POST)
     if not form.is_valid():
-        return _error(request, "The size must be a positive number of characters.")
-    try:
-        result = offload_session(session, min_chars=form.cleaned_data["min_chars"])
-    except Conflict as error:
-        return _error(request, f"Offload failed: {error}")
+        raise InvalidInput.field("min_chars", "The size must be a positive number of characters.")
+    result = offload_session(session, min_chars=form.cleaned_data["min_chars"])
     count = int(result.get("offloaded_count", 0))
     if not count:
         text = "No tool result was large enough to offload."
@@ -241,17 +233,11 @@ def offload(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
 
 @login_required
 @require_POST
+@service_errors
 def revert(request: HttpRequest, session_id: uuid.UUID, number: int) -> HttpResponse:
     """Undo compaction `number`: its original entries come back into the runtime context."""
-    session = owned_session(request, session_id)
-    try:
-        revert_compaction(session, number)
-    except Conflict as error:
-        return _error(request, f"Cannot revert #{number}: {error}")
-    except CompactionError as error:
-        return _error(request, f"Cannot revert #{number}: {error}")
-    except session.compactions.model.DoesNotExist:
-        return _error(request, f"There is no compaction #{number}.", status=404)
+    compaction = owned_compaction(request, session_id, number)
+    revert_compaction(compaction.session, number)
     text = f"Reverted compaction #{number}: its original messages are back in the context."
     response = render(request, f"{ACTIONS}#notice", {"level": "success", "text": text})
     return session_changed(response)

@@ -6,13 +6,14 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
 from django_htmx.http import trigger_client_event
 from django_htmx.middleware import HtmxDetails
 
 from sessions_app.models import Compaction, Session
-from sessions_app.services.sessions import sessions_for
+from sessions_app.selectors import compactions, sessions
+from sessions_app.services.errors import NotFound
 
 __all__ = [
     "SESSION_CHANGED",
@@ -28,16 +29,24 @@ SESSION_CHANGED = "session-changed"
 
 
 def owned_session(request: HttpRequest, session_id: uuid.UUID) -> Session:
-    """The request user's session `session_id`; 404 when missing or someone else's."""
-    return get_object_or_404(sessions_for(request.user).select_related("profile"), pk=session_id)
+    """The request user's session `session_id`; 404 when missing or someone else's.
+
+    (Raises Http404 itself, not NotFound, so a view without `failures.service_errors`
+    answers 404 too.)
+    """
+    try:
+        return sessions.owned_session(request.user, session_id)
+    except NotFound as missing:
+        raise Http404(str(missing)) from missing
 
 
 def owned_compaction(request: HttpRequest, session_id: uuid.UUID, number: int) -> Compaction:
     """Compaction `number` of the user's session; 404 otherwise."""
     session = owned_session(request, session_id)
-    return get_object_or_404(
-        Compaction.objects.select_related("session"), session=session, number=number
-    )
+    try:
+        return compactions.session_compaction(session, number)
+    except NotFound as missing:
+        raise Http404(str(missing)) from missing
 
 
 def is_htmx(request: HttpRequest) -> bool:

@@ -5,17 +5,19 @@ from __future__ import annotations
 import uuid
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from compaction import BlobStoreError
-from sessions_app.models import Message
-from sessions_app.services.offloading import blob_store_for
+from sessions_app.selectors import history as history_reads
+from sessions_app.selectors.files import offloaded_file
+from sessions_app.selectors.history import message_at
+from sessions_app.services.errors import NotFound
 from sessions_app.viewmodels.blocks import build_message_views, result_text
 from sessions_app.viewmodels.history import CompactionTree, history_window, parse_bound
 
 from .common import owned_compaction, owned_session
+from .failures import service_errors
 
 __all__ = [
     "compaction_originals",
@@ -32,12 +34,21 @@ HISTORY = "sessions/_history.html"
 MAX_RANGE = 200
 
 
+def _seq_param(request: HttpRequest, name: str) -> int:
+    """A required whole-number query parameter; without it there is no such range (404)."""
+    try:
+        return int(request.GET[name])
+    except (KeyError, ValueError):
+        raise NotFound(f"{name} is required and must be a message number") from None
+
+
 def _bounds(request: HttpRequest) -> tuple[float | None, float | None]:
     return parse_bound(request.GET.get("lo")), parse_bound(request.GET.get("hi"))
 
 
 @login_required
 @require_GET
+@service_errors
 def history_gap(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """The top level between `?lo=` and `?hi=` (a gap row opened): its newest messages."""
     session = owned_session(request, session_id)
@@ -48,6 +59,7 @@ def history_gap(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
 
 @login_required
 @require_GET
+@service_errors
 def compaction_summary(request: HttpRequest, session_id: uuid.UUID, number: int) -> HttpResponse:
     """A marker's summary text, with who wrote it and the instructions it was given."""
     compaction = owned_compaction(request, session_id, number)
@@ -62,6 +74,7 @@ def compaction_summary(request: HttpRequest, session_id: uuid.UUID, number: int)
 
 @login_required
 @require_GET
+@service_errors
 def compaction_originals(request: HttpRequest, session_id: uuid.UUID, number: int) -> HttpResponse:
     """A marker's original messages (its oldest ones, or those between `?lo=` and `?hi=`),
     with the markers nested inside it in their places."""
@@ -69,7 +82,7 @@ def compaction_originals(request: HttpRequest, session_id: uuid.UUID, number: in
     session = compaction.session
     tree = CompactionTree.for_session(session)
     if compaction.pk not in tree.active:
-        raise Http404("this compaction folds no messages")
+        raise NotFound("this compaction folds no messages")
     lo, hi = _bounds(request)
     window = history_window(session, tree=tree, parent=compaction, lo=lo, hi=hi)
     context = {"session": session, "window": window, "compaction": compaction}
@@ -78,10 +91,11 @@ def compaction_originals(request: HttpRequest, session_id: uuid.UUID, number: in
 
 @login_required
 @require_GET
+@service_errors
 def message_full(request: HttpRequest, session_id: uuid.UUID, seq: int) -> HttpResponse:
     """One message with nothing cut (what a 'show all' button loads)."""
     session = owned_session(request, session_id)
-    message = get_object_or_404(Message, session=session, seq=seq)
+    message = message_at(session, seq)
     view = build_message_views([message], full=True)[0]
     context = {"session": session, "m": view, "full": True}
     return render(request, "sessions/_message.html", context)
@@ -89,29 +103,26 @@ def message_full(request: HttpRequest, session_id: uuid.UUID, seq: int) -> HttpR
 
 @login_required
 @require_GET
+@service_errors
 def message_range(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """History messages `?first=`..`?last=` (at most MAX_RANGE), for the compare tab."""
     session = owned_session(request, session_id)
-    try:
-        first, last = int(request.GET["first"]), int(request.GET["last"])
-    except (KeyError, ValueError):
-        raise Http404("first and last are required") from None
-    rows = Message.objects.filter(session=session, seq__gte=first, seq__lte=last).order_by("seq")
-    rows_list = list(rows[: MAX_RANGE + 1])
-    more = len(rows_list) > MAX_RANGE
-    views = build_message_views(rows_list[:MAX_RANGE])
+    first, last = _seq_param(request, "first"), _seq_param(request, "last")
+    rows, more = history_reads.message_range(session, first, last, limit=MAX_RANGE)
+    views = build_message_views(rows)
     context = {"session": session, "views": views, "more": more, "last": last}
     return render(request, f"{HISTORY}#range", context)
 
 
 @login_required
 @require_GET
+@service_errors
 def tool_result_full(
     request: HttpRequest, session_id: uuid.UUID, seq: int, tool_use_id: str
 ) -> HttpResponse:
     """The whole output of one tool call, as it is in the full history."""
     session = owned_session(request, session_id)
-    message = get_object_or_404(Message, session=session, seq=seq)
+    message = message_at(session, seq)
     blocks = message.content if isinstance(message.content, list) else []
     for block in blocks:
         if (
@@ -122,18 +133,16 @@ def tool_result_full(
             text = result_text(block.get("content"))
             context = {"session": session, "text": text, "is_error": bool(block.get("is_error"))}
             return render(request, f"{HISTORY}#full_text", context)
-    raise Http404("no such tool result")
+    raise NotFound("no such tool result")
 
 
 @login_required
 @require_GET
+@service_errors
 def offloaded_content(request: HttpRequest, session_id: uuid.UUID, name: str) -> HttpResponse:
     """An offloaded tool result's file, as plain text (never rendered as HTML)."""
     session = owned_session(request, session_id)
-    try:
-        data = blob_store_for(session).read(name.removeprefix("./"))
-    except BlobStoreError:
-        raise Http404("no such offloaded content") from None
+    data = offloaded_file(session, name)
     response = HttpResponse(data, content_type="text/plain; charset=utf-8")
     response.headers["Content-Disposition"] = "inline"
     return response

@@ -10,7 +10,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
-from sessions_app.models import CompactionProfile, Session
+from sessions_app.models import Session
+from sessions_app.selectors.profiles import profiles
 from sessions_app.services import jobs
 from sessions_app.viewmodels.gauge import context_gauge
 from sessions_app.viewmodels.limits import limits_for
@@ -18,6 +19,7 @@ from sessions_app.viewmodels.timeline import token_timeline
 
 from .actions import job_phases
 from .common import is_htmx, owned_session
+from .failures import service_errors
 from .tabs import tab_context
 
 __all__ = ["TABS", "overview", "overview_context", "session_detail"]
@@ -45,6 +47,7 @@ def overview_context(session: Session) -> dict[str, Any]:
 
 @login_required
 @require_GET
+@service_errors
 def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """The session page; `?tab=` picks the open tab."""
     session = owned_session(request, session_id)
@@ -56,7 +59,7 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     context.update(
         tabs=TABS,
         tab=tab,
-        profiles=CompactionProfile.objects.order_by("name"),
+        profiles=profiles(),
         job=job,
         done=False,
         phases=job_phases(job) if job else [],
@@ -67,6 +70,7 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
 
 @login_required
 @require_GET
+@service_errors
 def overview(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """Only the header stats, gauge and timeline (refreshed after an action); a plain
     request opens the session page."""

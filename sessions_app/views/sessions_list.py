@@ -6,10 +6,11 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from sessions_app.services.sessions import sessions_for
+from sessions_app.selectors.sessions import owned_sessions
 from sessions_app.viewmodels.listing import SORTS, session_page
 
 from .common import page_or_partial
+from .failures import service_errors
 from .upload import FORMAT_CHOICES
 
 __all__ = ["session_list"]
@@ -17,10 +18,11 @@ __all__ = ["session_list"]
 
 @login_required
 @require_GET
+@service_errors
 def session_list(request: HttpRequest) -> HttpResponse:
     """The list page, or only its results for an HTMX search/sort/page request."""
     page = session_page(
-        sessions_for(request.user),
+        owned_sessions(request.user),
         query=request.GET.get("q", "")[:200],
         sort=request.GET.get("sort", ""),
         cursor=request.GET.get("cursor", "")[:500],

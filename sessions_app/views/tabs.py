@@ -17,7 +17,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from sessions_app.models import Compaction, Session
+from sessions_app.models import Session
+from sessions_app.selectors.compactions import compaction_log
 from sessions_app.services import context as context_service
 from sessions_app.services.context import Format
 from sessions_app.viewmodels.compare import compare_view
@@ -25,6 +26,7 @@ from sessions_app.viewmodels.history import CompactionTree, history_window
 from sessions_app.viewmodels.limits import limits_for
 
 from .common import is_htmx, owned_session
+from .failures import service_errors
 
 __all__ = ["TAB_TEMPLATES", "context_download", "tab_context", "tab_view"]
 
@@ -74,6 +76,7 @@ def _context(request: HttpRequest, session: Session) -> dict[str, Any]:
 
 @login_required
 @require_GET
+@service_errors
 def context_download(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """The runtime context as a JSON file: the same body as GET /api/sessions/{id}/context."""
     session = owned_session(request, session_id)
@@ -88,9 +91,7 @@ def context_download(request: HttpRequest, session_id: uuid.UUID) -> HttpRespons
 
 
 def _log(request: HttpRequest, session: Session) -> dict[str, Any]:
-    compactions = list(
-        Compaction.objects.filter(session=session).select_related("parent").order_by("-number")
-    )
+    compactions = compaction_log(session)
     tree = CompactionTree(compactions)
     revertable = {c.number for c in compactions if tree.is_top_level(c)}
     return {"compactions": compactions, "tree": tree, "revertable": revertable}
@@ -111,6 +112,7 @@ def tab_context(request: HttpRequest, session: Session, tab: str) -> dict[str, A
 
 @login_required
 @require_GET
+@service_errors
 def tab_view(request: HttpRequest, session_id: uuid.UUID, tab: str) -> HttpResponse:
     """One tab's content for HTMX; a plain request opens the page on that tab."""
     session = owned_session(request, session_id)

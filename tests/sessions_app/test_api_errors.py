@@ -76,7 +76,7 @@ def test_a_database_failure_is_503_with_retry_after(
     def fail(user: Any) -> Any:
         raise error
 
-    monkeypatch.setattr("sessions_app.api.sessions.sessions_for", fail)
+    monkeypatch.setattr("sessions_app.api.sessions.owned_sessions", fail)
 
     response = api_client.get("/api/sessions")
 
@@ -133,7 +133,7 @@ def test_an_unhandled_exception_is_a_json_500_with_a_logged_traceback(
     def fail(user: Any) -> Any:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("sessions_app.api.sessions.sessions_for", fail)
+    monkeypatch.setattr("sessions_app.api.sessions.owned_sessions", fail)
 
     with caplog.at_level(logging.ERROR, logger="sessions_app"):
         response = api_client.get("/api/sessions")

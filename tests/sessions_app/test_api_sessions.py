@@ -230,3 +230,20 @@ def test_history_pages_messages_and_nests_markers(
     in_context = [m["seq"] for m in messages if m["in_context"]]
     assert 0 in in_context
     assert second.first_seq not in in_context
+
+
+def test_list_search_is_the_pages_rule(api_client: JsonClient, user: Any) -> None:
+    from django.test import Client
+
+    from sessions_app.services.sessions import create_session
+
+    browser = Client()
+    browser.force_login(user)
+
+    create_session(user, title="parser bug", model="claude-x")
+    create_session(user, title="parser docs", model="gpt-y")
+    body = api_client.get("/api/sessions?search=Parser%20claude").json()
+    assert [item["title"] for item in body["items"]] == ["parser bug"]
+    page = browser.get("/?q=Parser%20claude").content.decode()
+    assert "parser bug" in page
+    assert "parser docs" not in page
