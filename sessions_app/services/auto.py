@@ -4,31 +4,30 @@ Seed 001 REQ-3.1: before an LLM call the context is compacted when it reaches th
 threshold; a failure is logged and the context returned anyway; over the hard limit the
 context is truncated (REQ-3.4). Seed 004 §1: after the call the model's real usage decides,
 and a background compaction is queued. After a failed automatic compaction the session
-cools down for the profile's `cooldown_seconds` (seed 004 §7).
+cools down for the profile's `cooldown_seconds` (seed 004 §7; services/cooldown.py).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
 from typing import Any
 
-from django.db.models import F
 from django.utils import timezone
 
-from compaction import SUMMARY_FAILURES, CompactionError, Policy, hard_truncate
+from compaction import Policy, hard_truncate
 
 from ..models import Compaction, CompactionJob, CompactionProfile, Session
-from .compacting import CompactionOutcome, compact_session
 from .context import Format, check, context_payload
-from .errors import Conflict
+from .cooldown import in_cooldown, note_outcome
+from .errors import Conflict, ServiceError
 from .jobs import queue_compaction
 from .policies import policy_for, profile_for
+from .session_compaction import CompactionOutcome, compact_session
 from .sessions import refresh_totals
 from .writeback import CommitMeta, commit_context, take_snapshot
 
-__all__ = ["in_cooldown", "note_outcome", "post_call_check", "prepare_context", "usage_tokens"]
+__all__ = ["post_call_check", "prepare_context", "usage_tokens"]
 
 logger = logging.getLogger("sessions_app")
 
@@ -120,27 +119,6 @@ def usage_tokens(usage: Mapping[str, Any]) -> int:
     return int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
 
 
-def in_cooldown(session: Session) -> bool:
-    """True while automatic compaction waits after a failure (read from the database)."""
-    until = Session.objects.filter(pk=session.pk).values_list("cooldown_until", flat=True).first()
-    return until is not None and until > timezone.now()
-
-
-def note_outcome(session: Session, outcome: CompactionOutcome, profile: CompactionProfile) -> None:
-    """Start the cooldown after a failed summary (seed 004); clear it after a success."""
-    summary_failed = outcome.result is not None and outcome.result.reason in SUMMARY_FAILURES
-    if outcome.failed or summary_failed:
-        until = timezone.now() + timedelta(seconds=profile.cooldown_seconds)
-        # Counted in the database: `session` may be stale (a job's copy, a concurrent run).
-        Session.objects.filter(pk=session.pk).update(
-            compaction_failures=F("compaction_failures") + 1, cooldown_until=until
-        )
-        session.refresh_from_db(fields=["compaction_failures", "cooldown_until"])
-    elif outcome.compacted:
-        Session.objects.filter(pk=session.pk).update(compaction_failures=0, cooldown_until=None)
-        session.compaction_failures, session.cooldown_until = 0, None
-
-
 def _compact_logged(session: Session, profile: CompactionProfile) -> CompactionOutcome | None:
     try:
         outcome = compact_session(session, trigger=Compaction.Trigger.AUTO, profile=profile)
@@ -189,7 +167,7 @@ def _enforce_hard_limit(
     )
     try:
         compaction = commit_context(snapshot, result.messages, meta)
-    except (Conflict, CompactionError, OSError) as error:
+    except (ServiceError, OSError) as error:
         logger.error(
             "hard-limit truncation failed: %s",
             error,

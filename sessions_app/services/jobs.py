@@ -1,8 +1,9 @@
 """Background compactions: the job row, its run, its heartbeat and the reaper of lost jobs.
 
-A job is queued as a django-tasks task (`sessions_app.tasks.run_compaction_job`, run by
-`manage.py db_worker`). While it runs, a heartbeat thread stamps `heartbeat_at`; a worker
-killed mid-job stops stamping, and `reap_stale_jobs` (run by the worker on start and
+A job is queued as the django-tasks task `run_compaction_job` defined here, beside the job
+logic (run by `manage.py db_worker`; `sessions_app.tasks` re-exports it, so task rows stored
+under that older path still run). While it runs, a heartbeat thread stamps `heartbeat_at`; a
+worker killed mid-job stops stamping, and `reap_stale_jobs` (run by the worker on start and
 periodically) fails the job and its task result, then queues it once more.
 
 A job whose failure left the session exactly as it was (the archive could not be written,
@@ -25,14 +26,15 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from django_tasks import task
 
 from compaction import CompactionEvent
 
 from ..models import CompactionJob, Session
-from ..tasks import run_compaction_job
-from .compacting import compact_session
+from .cooldown import note_outcome
 from .errors import Conflict
 from .policies import profile_for
+from .session_compaction import compact_session
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -44,6 +46,7 @@ __all__ = [
     "queue_compaction",
     "reap_stale_jobs",
     "retry_seconds",
+    "run_compaction_job",
     "run_job",
     "stale_seconds",
 ]
@@ -115,10 +118,14 @@ def active_job(session: Session) -> CompactionJob | None:
     return CompactionJob.objects.filter(session=session, status__in=_ACTIVE).first()
 
 
+@task()
+def run_compaction_job(job_id: str) -> dict[str, Any]:
+    """The task: run the queued CompactionJob `job_id` (`run_job`)."""
+    return run_job(job_id)
+
+
 def run_job(job_id: str) -> dict[str, Any]:
     """Run a queued job (the task body): claim it, compact, record events and the outcome."""
-    from .auto import note_outcome  # lazy: auto imports this module
-
     now = timezone.now()
     claimed = CompactionJob.objects.filter(pk=job_id, status=CompactionJob.Status.QUEUED).update(
         status=CompactionJob.Status.RUNNING,

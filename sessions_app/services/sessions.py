@@ -14,8 +14,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from compaction import (
-    InvalidMessagesError,
-    PolicyError,
+    CompactionError,
     Problem,
     message_token_counts,
     tool_use_ids,
@@ -26,7 +25,8 @@ from ..models import Compaction, CompactionProfile, ContextEntry, Message, Sessi
 from ..storage import BLOB_PREFIX, delete_stored_quietly
 from ..unstorable import unstorable_problems
 from .entries import entry_message, split_message
-from .errors import VersionConflict
+from .errors import InvalidInput, VersionConflict, engine_error
+from .errors import Problem as FieldProblem
 from .extras import extra_problems, message_time
 from .policies import profile_for
 
@@ -79,8 +79,8 @@ def create_session(
 ) -> Session:
     """A new session holding `messages` (after an optional system prompt), all or nothing.
 
-    Invalid messages raise InvalidMessagesError with paths relative to `messages`; an
-    unknown profile name raises PolicyError; nothing is stored in either case.
+    Invalid messages raise InvalidInput with paths relative to `messages`, and so does an
+    unknown profile name (`profile`); nothing is stored in either case.
     """
     items = _copies(messages)
     if system is not None and system != "":
@@ -89,14 +89,17 @@ def create_session(
     else:
         offset = 0
     if context_limit is not None and not 0 < context_limit <= MAX_CONTEXT_LIMIT:
-        raise PolicyError("context_limit", f"must be between 1 and {MAX_CONTEXT_LIMIT}")
-    chosen = profile_for(None, profile) if isinstance(profile, str) else profile
+        raise InvalidInput.field("context_limit", f"must be between 1 and {MAX_CONTEXT_LIMIT}")
+    try:
+        chosen = profile_for(None, profile) if isinstance(profile, str) else profile
+    except CompactionError as error:  # an unknown profile name
+        raise engine_error(error) from error
     fields = [
         *unstorable_problems(title, "title"),
         *unstorable_problems(dict(metadata or {}), "metadata"),
     ]
     if fields:
-        raise InvalidMessagesError(fields)
+        raise _invalid(fields)
     _raise_problems(validate_extension(None, items), offset=offset, system_path="system")
     with transaction.atomic():
         session = Session.objects.create(
@@ -125,7 +128,7 @@ def append_messages(
     """Append `messages` to the full history and the runtime context, in one transaction.
 
     They are validated against the context they extend (a user message answering the last
-    assistant's tool_use is accepted); problems raise InvalidMessagesError with paths
+    assistant's tool_use is accepted); problems raise InvalidInput with paths
     relative to `messages`. Appends never wait for a running compaction: a compaction only
     locks the session for its short commit.
     """
@@ -209,11 +212,14 @@ def _shape_problems(
 
 
 def _raise_problems(problems: list[Problem], *, offset: int, system_path: str = "") -> None:
-    """Raise InvalidMessagesError with paths relative to the caller's `messages` list."""
+    """Raise InvalidInput with paths relative to the caller's `messages` list."""
     if not problems:
         return
-    located = [_relocate(problem, offset, system_path) for problem in problems]
-    raise InvalidMessagesError(located)
+    raise _invalid([_relocate(problem, offset, system_path) for problem in problems])
+
+
+def _invalid(problems: Sequence[Problem]) -> InvalidInput:
+    return InvalidInput(FieldProblem(p.path, p.message) for p in problems)
 
 
 def _relocate(problem: Problem, offset: int, system_path: str) -> Problem:

@@ -19,10 +19,10 @@ from django.views.decorators.http import require_GET, require_POST
 from compaction import CompactionError
 from sessions_app.models import CompactionJob, CompactionProfile, ContextEntry, Session
 from sessions_app.services import jobs
-from sessions_app.services.compacting import compact_session
-from sessions_app.services.errors import Conflict
+from sessions_app.services.errors import Conflict, NotFound, ServiceError, Unavailable
 from sessions_app.services.offloading import offload_session
 from sessions_app.services.reverting import revert_compaction
+from sessions_app.services.session_compaction import compact_session
 from sessions_app.viewmodels.blocks import MessageView, build_message_views
 
 from .common import owned_session, session_changed
@@ -125,7 +125,7 @@ def compact_preview(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse
     params = _params(form)
     try:
         outcome = compact_session(session, dry_run=True, **params)
-    except (CompactionError, Conflict) as error:
+    except (CompactionError, ServiceError) as error:
         return _error(request, f"Preview failed: {error}")
     preview = outcome.preview or {}
     ids = [i for i in preview.get("middle_entry_ids") or [] if i is not None]
@@ -226,14 +226,14 @@ def offload(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         result = offload_session(session, min_chars=form.cleaned_data["min_chars"])
     except Conflict as error:
         return _error(request, f"Offload failed: {error}")
-    count = int(result.get("offloaded_count", 0))
+    count = result.offloaded_count
     if not count:
         text = "No tool result was large enough to offload."
         return render(request, f"{ACTIONS}#notice", {"level": "info", "text": text})
     text = (
         f"Offloaded {count} tool result{'s' if count != 1 else ''} "
-        f"({result.get('freed_chars', 0):,} characters): "
-        f"{result.get('tokens_before', 0):,} → {result.get('tokens_after', 0):,} tokens."
+        f"({result.freed_chars:,} characters): "
+        f"{result.tokens_before:,} → {result.tokens_after:,} tokens."
     )
     response = render(request, f"{ACTIONS}#notice", {"level": "success", "text": text})
     return session_changed(response)
@@ -248,9 +248,9 @@ def revert(request: HttpRequest, session_id: uuid.UUID, number: int) -> HttpResp
         revert_compaction(session, number)
     except Conflict as error:
         return _error(request, f"Cannot revert #{number}: {error}")
-    except CompactionError as error:
+    except (CompactionError, Unavailable) as error:
         return _error(request, f"Cannot revert #{number}: {error}")
-    except session.compactions.model.DoesNotExist:
+    except (session.compactions.model.DoesNotExist, NotFound):
         return _error(request, f"There is no compaction #{number}.", status=404)
     text = f"Reverted compaction #{number}: its original messages are back in the context."
     response = render(request, f"{ACTIONS}#notice", {"level": "success", "text": text})

@@ -19,9 +19,9 @@ from django.test import Client
 
 from compaction.summarizers.scripted import ScriptedSummarizer
 from sessions_app.models import ApiKey, Compaction, CompactionJob, Session
-from sessions_app.services.compacting import compact_session
 from sessions_app.services.jobs import enqueue_compaction
 from sessions_app.services.offloading import offload_session
+from sessions_app.services.session_compaction import compact_session
 from sessions_app.services.sessions import create_session
 from tests.support.histories import exchange, synthetic_history
 

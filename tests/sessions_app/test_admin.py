@@ -16,7 +16,7 @@ from compaction.summarizers.scripted import ScriptedSummarizer
 from sessions_app.admin import CompactionProfileForm
 from sessions_app.models import ApiKey, Compaction, CompactionProfile
 from sessions_app.services.auto import prepare_context
-from sessions_app.services.compacting import compact_session
+from sessions_app.services.session_compaction import compact_session
 from tests.sessions_app.conftest import JsonClient
 from tests.support.histories import assistant, user
 

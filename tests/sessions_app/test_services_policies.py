@@ -75,7 +75,7 @@ def test_anthropic_without_a_model_is_a_policy_error(settings: Any, make_profile
 def test_an_api_compaction_through_the_anthropic_summarizer(
     settings: Any, make_session: Any, make_profile: Any, conversation: Any
 ) -> None:
-    from sessions_app.services.compacting import compact_session
+    from sessions_app.services.session_compaction import compact_session
     from tests.support.fake_anthropic import FakeAnthropic, Reply
 
     with FakeAnthropic() as fake:

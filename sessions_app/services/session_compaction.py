@@ -18,7 +18,6 @@ from django.db import DatabaseError
 
 from compaction import (
     NOT_NEEDED,
-    ArchiveError,
     CallerSummary,
     CompactionError,
     CompactionEvent,
@@ -34,6 +33,8 @@ from compaction import (
 from ..models import Compaction, CompactionProfile, Session
 from ..nul import strip_nul
 from ..storage import BLOB_PREFIX, DjangoStorageBlobStore
+from .archives import ArchiveUnavailable
+from .errors import InvalidInput, engine_error
 from .policies import policy_for, profile_for, summarizer_for, summary_model
 from .reverting import revert_compaction
 from .sessions import refresh_totals
@@ -47,7 +48,7 @@ logger = logging.getLogger("sessions_app")
 CALLER_SUMMARIZER = "caller"
 
 
-@dataclass
+@dataclass(frozen=True)
 class CompactionOutcome:
     """What `compact_session` did: the Compaction row (None when nothing was stored)."""
 
@@ -88,17 +89,39 @@ def compact_session(
     `summary`: a caller-written summary replaces the middle (no summarizer call).
     `dry_run`: run the engine and return the preview; store nothing. `force` (default: not
     for `auto`) compacts even under the threshold. Raises Conflict when another change to
-    the same entries committed first; an engine, archive or database failure is recorded
-    as a failed Compaction row and leaves the context exactly as it was.
+    the same entries committed first, InvalidInput for an empty summary or a bad profile,
+    Unavailable when the offload storage fails; a summary, archive or database failure is
+    recorded as a failed Compaction row and leaves the context exactly as it was.
     """
-    chosen = profile if isinstance(profile, CompactionProfile) else profile_for(session, profile)
-    policy = policy_for(session, chosen)
-    if summary is not None:
-        if not summary.strip():
-            raise CompactionError("summary must not be empty")
-        policy = policy.replace(steps=("summary",))
-        summarizer = CallerSummary(summary.strip(), name=CALLER_SUMMARIZER)
-    summarizer = summarizer or summarizer_for(chosen)
+    try:
+        return _compact(
+            session,
+            trigger=trigger,
+            profile=profile,
+            instructions=instructions,
+            summary=summary,
+            dry_run=dry_run,
+            summarizer=summarizer,
+            on_event=on_event,
+            force=force,
+        )
+    except CompactionError as error:
+        raise engine_error(error) from error
+
+
+def _compact(
+    session: Session,
+    *,
+    trigger: str,
+    profile: CompactionProfile | str | None,
+    instructions: str | None,
+    summary: str | None,
+    dry_run: bool,
+    summarizer: Summarizer | None,
+    on_event: EventHandler | None,
+    force: bool | None,
+) -> CompactionOutcome:
+    chosen, policy, summarizer = _setup(session, profile, summary, summarizer)
     if force is None:
         force = trigger != Compaction.Trigger.AUTO
     events: list[dict[str, Any]] = []
@@ -138,6 +161,23 @@ def compact_session(
     return outcome
 
 
+def _setup(
+    session: Session,
+    profile: CompactionProfile | str | None,
+    summary: str | None,
+    summarizer: Summarizer | None,
+) -> tuple[CompactionProfile, Policy, Summarizer]:
+    """The profile, policy and summarizer of a run (a caller-written summary: its own)."""
+    chosen = profile if isinstance(profile, CompactionProfile) else profile_for(session, profile)
+    policy = policy_for(session, chosen)
+    if summary is not None:
+        if not summary.strip():
+            raise InvalidInput.field("summary", "must not be empty")
+        policy = policy.replace(steps=("summary",))
+        summarizer = CallerSummary(summary.strip(), name=CALLER_SUMMARIZER)
+    return chosen, policy, summarizer or summarizer_for(chosen)
+
+
 def _commit(
     session: Session,
     snapshot: ContextSnapshot,
@@ -147,7 +187,7 @@ def _commit(
 ) -> CompactionOutcome:
     try:
         compaction = commit_context(snapshot, result.messages, meta)
-    except ArchiveError as error:
+    except ArchiveUnavailable as error:
         return _failed(session, snapshot, result, meta, events, "archive_error", error)
     except DatabaseError as error:
         return _failed(session, snapshot, result, meta, events, "database_error", error)

@@ -14,7 +14,6 @@ from django_tasks_db.models import DBTaskResult
 from compaction import CompactionEvent, SummaryError
 from sessions_app.models import CompactionJob, Session
 from sessions_app.services import writeback
-from sessions_app.services.compacting import compact_session
 from sessions_app.services.errors import Conflict
 from sessions_app.services.jobs import (
     MAX_ATTEMPTS,
@@ -22,9 +21,10 @@ from sessions_app.services.jobs import (
     _EventRecorder,
     enqueue_compaction,
     queue_compaction,
+    run_compaction_job,
     run_job,
 )
-from sessions_app.tasks import run_compaction_job
+from sessions_app.services.session_compaction import compact_session
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def test_enqueue_creates_the_job_and_its_task(session: Session) -> None:
     }
     task = DBTaskResult.objects.get(id=job.task_id)
     assert task.status == "READY"
-    assert task.task_path == "sessions_app.tasks.run_compaction_job"
+    assert task.task_path == "sessions_app.services.jobs.run_compaction_job"
     assert task.args_kwargs["args"] == [str(job.pk)]
 
 
@@ -87,7 +87,7 @@ def test_an_unexpected_error_fails_the_job(session: Session, monkeypatch: Any) -
     def explode(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("sessions_app.services.compacting.compact_messages", explode)
+    monkeypatch.setattr("sessions_app.services.session_compaction.compact_messages", explode)
     job = enqueue_compaction(session, params={})
     outcome = run_job(str(job.pk))
     job.refresh_from_db()
@@ -285,3 +285,10 @@ def test_events_of_a_run_that_lost_its_job_are_not_written(session: Session) -> 
     assert job.events == []
     assert job.phase == "queued"
     assert recorder.lost
+
+
+def test_tasks_queued_under_the_old_path_still_find_the_task() -> None:
+    """Task rows stored before the task moved beside its job logic name sessions_app.tasks."""
+    from django.utils.module_loading import import_string
+
+    assert import_string("sessions_app.tasks.run_compaction_job") is run_compaction_job
