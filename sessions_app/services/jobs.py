@@ -30,11 +30,11 @@ from django_tasks import task
 
 from compaction import CompactionEvent
 
-from ..models import CompactionJob, Session
+from ..models import CompactionJob, CompactionProfile, Session
 from .cooldown import note_outcome
 from .errors import Conflict
 from .policies import profile_for
-from .session_compaction import compact_session
+from .session_compaction import CompactionOutcome, compact_session
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -126,32 +126,16 @@ def run_compaction_job(job_id: str) -> dict[str, Any]:
 
 def run_job(job_id: str) -> dict[str, Any]:
     """Run a queued job (the task body): claim it, compact, record events and the outcome."""
-    now = timezone.now()
-    claimed = CompactionJob.objects.filter(pk=job_id, status=CompactionJob.Status.QUEUED).update(
-        status=CompactionJob.Status.RUNNING,
-        attempts=F("attempts") + 1,
-        started_at=now,
-        heartbeat_at=now,
-        phase="started",
-    )
-    if not claimed:
+    if not _claim(job_id):
         logger.info("job not queued any more; skipped", extra={"job": job_id})
         return {"job": job_id, "skipped": True}
     job = CompactionJob.objects.select_related("session").get(pk=job_id)
     recorder = _EventRecorder(job)
+    params = job.params
     with Heartbeat(job.pk):
         try:
-            params = job.params
             profile = profile_for(job.session, params.get("profile"))
-            outcome = compact_session(
-                job.session,
-                trigger=params.get("trigger", "manual"),
-                profile=profile,
-                instructions=params.get("instructions"),
-                summary=params.get("summary"),
-                force=params.get("force"),
-                on_event=recorder,
-            )
+            outcome = _compact(job, profile, recorder)
             compaction = outcome.compaction
             reason = (compaction.failure_reason if compaction else None) or outcome.reason
             error = f"compaction failed: {reason}" if outcome.failed else ""
@@ -176,6 +160,35 @@ def run_job(job_id: str) -> dict[str, Any]:
         return _finish(job, recorder, failed=True, error=error, compaction=compaction)
     return _finish(
         job, recorder, failed=False, error="", compaction=compaction, reason=outcome.reason
+    )
+
+
+def _claim(job_id: str) -> bool:
+    """Mark the job running (one more attempt) if it is still queued; False when it is not."""
+    now = timezone.now()
+    claimed = CompactionJob.objects.filter(pk=job_id, status=CompactionJob.Status.QUEUED).update(
+        status=CompactionJob.Status.RUNNING,
+        attempts=F("attempts") + 1,
+        started_at=now,
+        heartbeat_at=now,
+        phase="started",
+    )
+    return bool(claimed)
+
+
+def _compact(
+    job: CompactionJob, profile: CompactionProfile, recorder: _EventRecorder
+) -> CompactionOutcome:
+    """compact_session with the job's parameters, its events recorded on the job."""
+    params = job.params
+    return compact_session(
+        job.session,
+        trigger=params.get("trigger", "manual"),
+        profile=profile,
+        instructions=params.get("instructions"),
+        summary=params.get("summary"),
+        force=params.get("force"),
+        on_event=recorder,
     )
 
 

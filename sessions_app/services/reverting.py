@@ -46,6 +46,8 @@ def revert_compaction(session: Session, number: int) -> Compaction:
         ContextEntry.objects.filter(session=locked, compaction=compaction).delete()
         ContextEntry.objects.bulk_create([_restored(locked, item) for item in archive.entries])
         for item in archive.transformed:
+            if item.id is None:  # a transformed entry always has an id; skip a damaged one
+                continue
             ContextEntry.objects.filter(session=locked, pk=item.id).update(
                 content=item.content, extra=item.extra, token_count=item.token_count
             )

@@ -88,18 +88,7 @@ def create_session(
         offset = 1
     else:
         offset = 0
-    if context_limit is not None and not 0 < context_limit <= MAX_CONTEXT_LIMIT:
-        raise InvalidInput.field("context_limit", f"must be between 1 and {MAX_CONTEXT_LIMIT}")
-    try:
-        chosen = profile_for(None, profile) if isinstance(profile, str) else profile
-    except CompactionError as error:  # an unknown profile name
-        raise engine_error(error) from error
-    fields = [
-        *unstorable_problems(title, "title"),
-        *unstorable_problems(dict(metadata or {}), "metadata"),
-    ]
-    if fields:
-        raise _invalid(fields)
+    chosen = _checked_fields(title, metadata, context_limit, profile)
     _raise_problems(validate_extension(None, items), offset=offset, system_path="system")
     with transaction.atomic():
         session = Session.objects.create(
@@ -148,6 +137,28 @@ def append_messages(
         rows = _append_validated(locked, items) if items else []
     _copy_totals(locked, session)
     return rows
+
+
+def _checked_fields(
+    title: str,
+    metadata: Mapping[str, Any] | None,
+    context_limit: int | None,
+    profile: CompactionProfile | str | None,
+) -> CompactionProfile | None:
+    """create_session's fields beside the messages checked; the chosen profile."""
+    if context_limit is not None and not 0 < context_limit <= MAX_CONTEXT_LIMIT:
+        raise InvalidInput.field("context_limit", f"must be between 1 and {MAX_CONTEXT_LIMIT}")
+    try:
+        chosen = profile_for(None, profile) if isinstance(profile, str) else profile
+    except CompactionError as error:  # an unknown profile name
+        raise engine_error(error) from error
+    fields = [
+        *unstorable_problems(title, "title"),
+        *unstorable_problems(dict(metadata or {}), "metadata"),
+    ]
+    if fields:
+        raise _invalid(fields)
+    return chosen
 
 
 def _copies(messages: Iterable[Any]) -> list[Any]:
@@ -276,11 +287,16 @@ def _append_validated(
         for offset, row in enumerate(rows)
     ]
     ContextEntry.objects.bulk_create(entries)
-    added = sum(counts)
-    session.next_seq += len(rows)
-    session.next_position += len(rows)
-    session.message_count += len(rows)
-    session.context_entry_count += len(rows)
+    _add_totals(session, len(rows), sum(counts))
+    return rows
+
+
+def _add_totals(session: Session, count: int, added: int) -> None:
+    """Count `count` appended messages of `added` tokens in the locked session's totals."""
+    session.next_seq += count
+    session.next_position += count
+    session.message_count += count
+    session.context_entry_count += count
     session.history_tokens += added
     session.context_tokens += added
     session.version += 1
@@ -296,7 +312,6 @@ def _append_validated(
             "updated_at",
         ]
     )
-    return rows
 
 
 _TOTALS = (

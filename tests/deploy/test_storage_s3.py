@@ -92,7 +92,7 @@ def test_compaction_archive_offload_and_revert_work_on_s3(s3_storage: Any, db: A
     before_compaction = context_fingerprint(session)
     outcome = compact_session(session, trigger="manual")
 
-    assert offloaded["offloaded_count"] == 1
+    assert offloaded.offloaded_count == 1
     assert blob_store_for(session).read("tool-result-toolu_big.md").decode() == big
     assert outcome.compaction is not None
     assert outcome.compacted

@@ -109,7 +109,7 @@ def world(db: Any, data_dir: Path, settings: Any) -> World:
     ]
     session = create_session(alice, title="alice's session", messages=history, context_limit=2000)
     offloaded = offload_session(session, min_chars=len(BIG_RESULT) - 1)
-    assert offloaded["offloaded_count"] == 1
+    assert offloaded.offloaded_count == 1
     outcome = compact_session(session, trigger="manual")
     assert outcome.compaction is not None
     assert outcome.compacted

@@ -128,7 +128,7 @@ def test_a_revert_invalidates_the_cached_context(session: Session, fmt: Format) 
 def test_an_offload_invalidates_the_cached_context(make_session: Any, fmt: Format) -> None:
     session = make_session(messages=[user("go"), *exchange("t1", result=BIG), assistant("ok")])
     before = context_body(session, fmt)
-    assert offload_session(session)["offloaded_count"] == 1
+    assert offload_session(session).offloaded_count == 1
 
     after = context_body(session, fmt)
 
