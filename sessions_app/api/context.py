@@ -39,7 +39,7 @@ def context(request: HttpRequest, session_id: str, format: Format = "anthropic")
 )
 def prepare(request: HttpRequest, session_id: str, format: Format = "anthropic") -> dict[str, Any]:
     """The pre-LLM-call check: compact first when over the threshold, then the context."""
-    return prepare_context(owned_session(request, session_id), fmt=format)
+    return prepare_context(owned_session(request, session_id), fmt=format).to_dict()
 
 
 @router.post("/{session_id}/check", response={200: CheckOut, **errors(400, 403, 422)})

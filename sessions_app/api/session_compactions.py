@@ -84,7 +84,7 @@ def outcome_dict(outcome: CompactionOutcome) -> dict[str, Any]:
         "compacted": outcome.compacted,
         "dry_run": outcome.dry_run,
         "reason": outcome.reason,
-        "preview": outcome.preview,
+        "preview": outcome.preview.to_dict() if outcome.preview else None,
         "number": stored["number"] if stored else None,
         "parent": stored["parent"] if stored else None,
         "status": stored["status"] if stored else None,

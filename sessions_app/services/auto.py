@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from django.utils import timezone
@@ -27,17 +28,52 @@ from .session_compaction import CompactionOutcome, compact_session
 from .sessions import refresh_totals
 from .writeback import CommitMeta, commit_context, take_snapshot
 
-__all__ = ["post_call_check", "prepare_context", "usage_tokens"]
+__all__ = [
+    "PreparedContext",
+    "StoredCompaction",
+    "post_call_check",
+    "prepare_context",
+    "usage_tokens",
+]
 
 logger = logging.getLogger("sessions_app")
 
 
-def prepare_context(session: Session, *, fmt: Format = "anthropic") -> dict[str, Any]:
-    """The pre-LLM-call check: compact first when over the threshold, then the context.
+@dataclass(frozen=True, slots=True)
+class StoredCompaction:
+    """The compaction (or truncation) a pre-call check stored, in brief."""
 
-    The payload is `context_payload`'s plus `compaction` (the stored compaction as a dict,
-    or None) and `skipped` (why nothing ran: below_threshold, disabled, cooldown, ...).
+    number: int
+    status: str
+    trigger: str
+    tokens_before: int
+    tokens_after: int
+    failure_reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedContext:
+    """The context after the pre-call check, as `context_payload` shapes it, and what ran.
+
+    `compaction` is the compaction stored now (None when none was); `skipped` says why
+    nothing ran (below_threshold, disabled, cooldown, or the engine's reason).
     """
+
+    system: Any
+    messages: list[Any]
+    tokens: int
+    limit: int | None
+    usage: float | None
+    compaction: StoredCompaction | None
+    skipped: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `POST .../context/prepare` answer."""
+        return asdict(self)
+
+
+def prepare_context(session: Session, *, fmt: Format = "anthropic") -> PreparedContext:
+    """The pre-LLM-call check: compact first when over the threshold, then the context."""
     profile = profile_for(session)
     policy = policy_for(session, profile)
     status = check(session, profile)
@@ -58,9 +94,15 @@ def prepare_context(session: Session, *, fmt: Format = "anthropic") -> dict[str,
     truncation = _enforce_hard_limit(session, profile, policy)
     payload = context_payload(session, fmt, profile=profile)
     stored = truncation or (outcome.compaction if outcome else None)
-    payload["compaction"] = _summary_of(stored)
-    payload["skipped"] = skipped or (outcome.reason if outcome and not outcome.compaction else None)
-    return payload
+    return PreparedContext(
+        system=payload["system"],
+        messages=payload["messages"],
+        tokens=payload["tokens"],
+        limit=payload["limit"],
+        usage=payload["usage"],
+        compaction=_summary_of(stored),
+        skipped=skipped or (outcome.reason if outcome and not outcome.compaction else None),
+    )
 
 
 def post_call_check(
@@ -184,14 +226,14 @@ def _enforce_hard_limit(
     return compaction
 
 
-def _summary_of(compaction: Compaction | None) -> dict[str, Any] | None:
+def _summary_of(compaction: Compaction | None) -> StoredCompaction | None:
     if compaction is None:
         return None
-    return {
-        "number": compaction.number,
-        "status": compaction.status,
-        "trigger": compaction.trigger,
-        "tokens_before": compaction.tokens_before,
-        "tokens_after": compaction.tokens_after,
-        "failure_reason": compaction.failure_reason or None,
-    }
+    return StoredCompaction(
+        number=compaction.number,
+        status=compaction.status,
+        trigger=compaction.trigger,
+        tokens_before=compaction.tokens_before,
+        tokens_after=compaction.tokens_after,
+        failure_reason=compaction.failure_reason or None,
+    )

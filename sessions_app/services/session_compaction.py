@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from django.db import DatabaseError
@@ -34,18 +34,44 @@ from ..models import Compaction, CompactionProfile, Session
 from ..nul import strip_nul
 from ..storage import BLOB_PREFIX, DjangoStorageBlobStore
 from .archives import ArchiveUnavailable
+from .entries import ENTRY_KEY
 from .errors import InvalidInput, engine_error
 from .policies import policy_for, profile_for, summarizer_for, summary_model
 from .reverting import revert_compaction
 from .sessions import refresh_totals
 from .writeback import CommitMeta, ContextSnapshot, commit_context, record_failure, take_snapshot
 
-__all__ = ["CompactionOutcome", "compact_session", "revert_compaction"]
+__all__ = ["CompactionOutcome", "CompactionPreview", "compact_session", "revert_compaction"]
 
 logger = logging.getLogger("sessions_app")
 
 #: Summarizer name recorded for a caller-written summary (the agent's compress_context).
 CALLER_SUMMARIZER = "caller"
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPreview:
+    """A dry run: what a compaction would do now; nothing is stored.
+
+    `partition` gives `{messages, tokens}` of the head, middle (summarized) and tail;
+    `middle_entry_ids` are the context entries the summary would replace.
+    """
+
+    partition: dict[str, dict[str, int]] | None
+    tokens_before: int
+    predicted_tokens_after: int
+    messages_before: int
+    predicted_messages_after: int
+    summary: str | None
+    summarizer: str | None
+    middle_entry_ids: tuple[int, ...]
+    steps: tuple[dict[str, Any], ...]
+    compacted: bool
+    reason: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The preview as the API answers it."""
+        return {**asdict(self), "middle_entry_ids": list(self.middle_entry_ids)}
 
 
 @dataclass(frozen=True)
@@ -56,7 +82,7 @@ class CompactionOutcome:
     result: CompactResult | None
     dry_run: bool = False
     reason: str | None = None
-    preview: dict[str, Any] | None = None
+    preview: CompactionPreview | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -294,7 +320,7 @@ def _step_dict(report: Any) -> dict[str, Any]:
     }
 
 
-def _preview(snapshot: ContextSnapshot, result: CompactResult, policy: Policy) -> dict[str, Any]:
+def _preview(snapshot: ContextSnapshot, result: CompactResult, policy: Policy) -> CompactionPreview:
     """Dry-run data: partition counts, predicted tokens and the summary that would be used."""
     parts: dict[str, Any] = {}
     if result.partition is not None:
@@ -303,23 +329,23 @@ def _preview(snapshot: ContextSnapshot, result: CompactResult, policy: Policy) -
             tokens = message_token_counts(messages, policy.encoding) if messages else []
             parts[name] = {"messages": len(messages), "tokens": sum(tokens)}
     middle = result.partition.middle if result.partition is not None else []
-    return {
-        "partition": parts or None,
-        "tokens_before": snapshot.tokens,
-        "predicted_tokens_after": (
+    return CompactionPreview(
+        partition=parts or None,
+        tokens_before=snapshot.tokens,
+        predicted_tokens_after=(
             result.stats.compacted_token_count + snapshot.pending_tokens
             if result.compacted
             else snapshot.tokens
         ),
-        "messages_before": len(snapshot.entries) + len(snapshot.pending),
-        "predicted_messages_after": len(result.messages) + len(snapshot.pending),
-        "summary": result.summary,
-        "summarizer": result.summarizer,
-        "middle_entry_ids": [m.get("ctxweb_entry") for m in middle if m.get("ctxweb_entry")],
-        "steps": [_step_dict(report) for report in result.steps],
-        "compacted": result.compacted,
-        "reason": result.reason,
-    }
+        messages_before=len(snapshot.entries) + len(snapshot.pending),
+        predicted_messages_after=len(result.messages) + len(snapshot.pending),
+        summary=result.summary,
+        summarizer=result.summarizer,
+        middle_entry_ids=tuple(m[ENTRY_KEY] for m in middle if m.get(ENTRY_KEY)),
+        steps=tuple(_step_dict(report) for report in result.steps),
+        compacted=result.compacted,
+        reason=result.reason,
+    )
 
 
 def _log_fields(session: Session, meta: CommitMeta, **fields: Any) -> dict[str, Any]:

@@ -127,8 +127,8 @@ def compact_preview(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse
         outcome = compact_session(session, dry_run=True, **params)
     except (CompactionError, ServiceError) as error:
         return _error(request, f"Preview failed: {error}")
-    preview = outcome.preview or {}
-    ids = [i for i in preview.get("middle_entry_ids") or [] if i is not None]
+    preview = outcome.preview
+    ids = list(preview.middle_entry_ids) if preview else []
     context = {
         "session": session,
         "preview": preview,

@@ -172,13 +172,14 @@ def test_dry_run_returns_the_preview_and_stores_nothing(session: Session) -> Non
     assert outcome.compacted
     preview = outcome.preview
     assert preview is not None
-    parts = preview["partition"]
+    parts = preview.partition
+    assert parts is not None
     assert parts["head"]["messages"] == 1
     total = sum(parts[p]["messages"] for p in ("head", "middle", "tail"))
     assert total == before["totals"]["context_entry_count"]
-    assert preview["summary"] == SUMMARY
-    assert preview["tokens_before"] == before["totals"]["context_tokens"]
-    assert preview["predicted_tokens_after"] < preview["tokens_before"]
+    assert preview.summary == SUMMARY
+    assert preview.tokens_before == before["totals"]["context_tokens"]
+    assert preview.predicted_tokens_after < preview.tokens_before
     assert state(session) == before
     assert not Compaction.objects.exists()
 
