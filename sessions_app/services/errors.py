@@ -18,6 +18,7 @@ docs/architecture.md ("Errors").
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -123,7 +124,7 @@ def engine_error(error: CompactionError) -> ServiceError:
     if isinstance(error, PolicyError):
         return InvalidInput.field(error.field, str(error).split(": ", 1)[-1])
     if isinstance(error, SummaryError):
-        wait = int(error.retry_after) if error.retry_after else 5
+        wait = math.ceil(error.retry_after) if error.retry_after else 5
         return Unavailable(f"summary model unavailable: {error}", retry_after=max(1, wait))
     if isinstance(error, BlobStoreError):
         return Unavailable(f"storage unavailable: {error.strerror or error}")

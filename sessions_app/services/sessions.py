@@ -25,7 +25,7 @@ from ..models import Compaction, CompactionProfile, ContextEntry, Message, Sessi
 from ..storage import BLOB_PREFIX, delete_stored_quietly
 from ..unstorable import unstorable_problems
 from .entries import entry_message, split_message
-from .errors import InvalidInput, VersionConflict, engine_error
+from .errors import InvalidInput, ServiceError, VersionConflict, engine_error
 from .errors import Problem as FieldProblem
 from .extras import extra_problems, message_time
 from .policies import profile_for
@@ -150,6 +150,8 @@ def _checked_fields(
         raise InvalidInput.field("context_limit", f"must be between 1 and {MAX_CONTEXT_LIMIT}")
     try:
         chosen = profile_for(None, profile) if isinstance(profile, str) else profile
+    except ServiceError:
+        raise
     except CompactionError as error:  # an unknown profile name
         raise engine_error(error) from error
     fields = [
