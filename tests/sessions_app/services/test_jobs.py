@@ -91,7 +91,7 @@ def test_an_unexpected_error_fails_the_job(session: Session, monkeypatch: Any) -
     job = enqueue_compaction(session, params={})
     outcome = run_job(str(job.pk))
     job.refresh_from_db()
-    assert outcome["status"] == "failed"
+    assert outcome.status == "failed"
     assert job.status == "failed"
     assert "RuntimeError: boom" in job.error
 
@@ -100,7 +100,7 @@ def test_an_unexpected_error_fails_the_job(session: Session, monkeypatch: Any) -
 def test_a_job_that_is_not_queued_is_skipped(session: Session) -> None:
     job = enqueue_compaction(session, params={})
     CompactionJob.objects.filter(pk=job.pk).update(status="succeeded")
-    assert run_job(str(job.pk))["skipped"] is True
+    assert run_job(str(job.pk)).skipped is True
 
 
 @pytest.mark.django_db(transaction=True)
@@ -133,8 +133,8 @@ def test_a_conflict_queues_the_job_again_after_the_retry_delay(
     result = run_job(str(job.pk))
 
     job.refresh_from_db()
-    assert result["status"] == "queued"
-    assert result["retry"] == "conflict"
+    assert result.status == "queued"
+    assert result.retry == "conflict"
     assert (job.status, job.phase, job.attempts) == ("queued", "requeued", 1)
     assert job.task_id != first_task
     assert job.events[-1]["phase"] == "retry"
@@ -174,7 +174,7 @@ def test_a_retryable_failure_on_the_last_attempt_fails_the_job(
     result = run_job(str(job.pk))  # attempt 2: the last
 
     job.refresh_from_db()
-    assert result["status"] == "failed"
+    assert result.status == "failed"
     assert (job.status, job.attempts, job.task_id) == ("failed", MAX_ATTEMPTS, task_id)
     assert job.error.startswith("conflict: another compaction committed first")
     assert "not retried again" in job.error
@@ -268,7 +268,7 @@ def test_a_run_whose_job_was_reaped_and_requeued_does_not_overwrite_it(
     monkeypatch.setattr("sessions_app.services.jobs.compact_session", reaped_meanwhile)
     result = run_job(str(job.pk))
     job.refresh_from_db()
-    assert result["status"] == "lost"
+    assert result.status == "lost"
     assert (job.status, job.phase, job.events) == ("queued", "requeued", [])
     assert job.error == "worker lost during attempt 1"
     assert job.finished_at is None
