@@ -40,7 +40,7 @@ from django.test import Client  # noqa: E402
 from bench.common import goal, table  # noqa: E402
 from compaction.summarizers.scripted import ScriptedSummarizer  # noqa: E402
 from sessions_app.models import Compaction, CompactionProfile, Session  # noqa: E402
-from sessions_app.services.compacting import compact_session  # noqa: E402
+from sessions_app.services.session_compaction import compact_session  # noqa: E402
 from sessions_app.services.sessions import append_messages, create_session  # noqa: E402
 from tests.support.histories import synthetic_history  # noqa: E402
 

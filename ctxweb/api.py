@@ -1,20 +1,21 @@
 """The REST API (django-ninja) under /api/: its instance, authentication and error mapping.
 
-Every error is JSON `{"detail": ...}`, whatever DEBUG is: 400 malformed JSON (or a body
-that is not a JSON object, `NaN`, nesting deeper than 128 levels), 401 missing or bad
+Every error is JSON `{"detail": ...}`, whatever DEBUG is: 400 malformed JSON (or a body that
+is not a JSON object, `NaN`, nesting deeper than 128 levels), 401 missing or bad
 credentials, 403 CSRF, 404 unknown (or another owner's) ids and unknown paths, 405, 409
-conflicts, 413 bodies over CTXWEB_MAX_BODY_BYTES, 422 invalid input with each problem's path
-(a NUL character, a lone surrogate or an infinite number included), 429 throttled (with
-Retry-After), 503 database or storage unavailable (with Retry-After), and 500 only for a bug
-(traceback logged). Exceptions without a handler of their own go through
-`sessions_app.api.failures`, as do those escaping django-ninja
+conflicts (with `revert_first`), 413 bodies over CTXWEB_MAX_BODY_BYTES, 422 invalid input
+with each problem's path (a NUL character, a lone surrogate or an infinite number included),
+429 throttled (with Retry-After), 503 database or storage unavailable (with Retry-After),
+and 500 only for a bug (traceback logged). The service error tree
+(sessions_app/services/errors.py) is mapped once, by
+`sessions_app.api.failures.service_error`. Exceptions without a handler of their own go
+through `sessions_app.api.failures`, as do those escaping django-ninja
 (`sessions_app.middleware.ApiErrorMiddleware`, which also turns Django's own HTML errors
 under /api/ into JSON).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
@@ -25,18 +26,20 @@ from ninja.errors import Throttled as RateLimited
 from ninja.parser import Parser
 from ninja.types import DictStrAny
 
-from compaction import (
-    BlobStoreError,
-    CompactionError,
-    InvalidMessagesError,
-    PolicyError,
-    Problem,
+from compaction import CompactionError
+from sessions_app.api import (
+    context,
+    health,
+    jobs,
+    session_compactions,
+    sessions,
+    stateless_compact,
+    transfer,
 )
-from sessions_app.api import compact, compactions, context, health, jobs, sessions, transfer
 from sessions_app.api.body import MalformedBody, UnstorableBody, parse_object_body
-from sessions_app.api.failures import unexpected_error
+from sessions_app.api.failures import service_error, unexpected_error
 from sessions_app.auth import ApiKeyAuth, SessionCsrfAuth, Throttled
-from sessions_app.services.errors import Conflict
+from sessions_app.services.errors import InvalidInput, Problem, ServiceError, engine_error
 
 __all__ = ["ObjectBodyParser", "api"]
 
@@ -68,10 +71,6 @@ api = NinjaAPI(
     urls_namespace="api",
     parser=ObjectBodyParser(),
 )
-
-
-def _problems(problems: Sequence[Problem]) -> list[dict[str, str]]:
-    return [{"path": p.path, "message": p.message} for p in problems]
 
 
 def _location(loc: Any) -> str:
@@ -113,7 +112,8 @@ def _malformed(request: HttpRequest, exc: MalformedBody) -> HttpResponse:
 
 @api.exception_handler(UnstorableBody)
 def _unstorable(request: HttpRequest, exc: UnstorableBody) -> HttpResponse:
-    return api.create_response(request, {"detail": _problems(exc.problems)}, status=422)
+    problems = InvalidInput(Problem(p.path, p.message) for p in exc.problems)
+    return service_error(request, problems)
 
 
 @api.exception_handler(ValidationError)
@@ -129,31 +129,17 @@ def _validation_error(request: HttpRequest, exc: ValidationError) -> HttpRespons
     return api.create_response(request, {"detail": detail}, status=422)
 
 
-@api.exception_handler(InvalidMessagesError)
-def _invalid_messages(request: HttpRequest, exc: InvalidMessagesError) -> HttpResponse:
-    return api.create_response(request, {"detail": _problems(exc.problems)}, status=422)
+@api.exception_handler(ServiceError)
+def _service_error(request: HttpRequest, exc: ServiceError) -> HttpResponse:
+    # The service error tree, mapped once (sessions_app/api/failures.py).
+    return service_error(request, exc)
 
 
-@api.exception_handler(PolicyError)
-def _policy_error(request: HttpRequest, exc: PolicyError) -> HttpResponse:
-    message = str(exc).split(": ", 1)[-1]
-    return api.create_response(
-        request, {"detail": [{"path": exc.field, "message": message}]}, status=422
-    )
-
-
-@api.exception_handler(Conflict)
-def _conflict(request: HttpRequest, exc: Conflict) -> HttpResponse:
-    body: dict[str, Any] = {"detail": str(exc)}
-    if exc.blocking is not None:
-        body["revert_first"] = exc.blocking
-    return api.create_response(request, body, status=409)
-
-
-@api.exception_handler(BlobStoreError)
-def _storage_error(request: HttpRequest, exc: BlobStoreError) -> HttpResponse:
-    # An OSError, but also a CompactionError: the storage, not the input, failed (503).
-    return unexpected_error(request, exc)
+@api.exception_handler(CompactionError)
+def _engine_error(request: HttpRequest, exc: CompactionError) -> HttpResponse:
+    # Services translate the engine's errors themselves; this catches one raised by a
+    # router's own helper (a cursor, a policy override) the same way.
+    return service_error(request, engine_error(exc))
 
 
 @api.exception_handler(Exception)
@@ -161,13 +147,6 @@ def _unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
     # Replaces django-ninja's default, which re-raises (HTML 500) with DEBUG off and
     # answers a plain-text traceback with DEBUG on.
     return unexpected_error(request, exc)
-
-
-@api.exception_handler(CompactionError)
-def _compaction_error(request: HttpRequest, exc: CompactionError) -> HttpResponse:
-    return api.create_response(
-        request, {"detail": [{"path": "body", "message": str(exc)}]}, status=422
-    )
 
 
 @api.exception_handler(ObjectDoesNotExist)
@@ -189,11 +168,11 @@ def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResp
 
 
 api.add_router("", health.router)
-api.add_router("", compact.router)
+api.add_router("", stateless_compact.router)
 # Import and export (sessions_app/api/transfer.py) first: `/sessions/import` must win over
 # `/sessions/{session_id}`.
 api.add_router("/sessions", transfer.router)
 api.add_router("/sessions", sessions.router)
 api.add_router("/sessions", context.router)
-api.add_router("/sessions", compactions.router)
+api.add_router("/sessions", session_compactions.router)
 api.add_router("/jobs", jobs.router)

@@ -1,17 +1,12 @@
-"""Background tasks (django-tasks, run by `manage.py db_worker`)."""
+"""Background tasks (django-tasks, run by `manage.py db_worker`).
+
+The compaction task is defined beside its job logic, in sessions_app/services/jobs.py;
+it is re-exported here because task rows queued before it moved name
+`sessions_app.tasks.run_compaction_job` (this module imports only that one).
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
-from django_tasks import task
+from .services.jobs import run_compaction_job
 
 __all__ = ["run_compaction_job"]
-
-
-@task()
-def run_compaction_job(job_id: str) -> dict[str, Any]:
-    """Run the queued CompactionJob `job_id` (see sessions_app.services.jobs.run_job)."""
-    from .services.jobs import run_job  # lazy: services.jobs imports this module
-
-    return run_job(job_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -38,7 +39,7 @@ def context(request: HttpRequest, session_id: str, format: Format = "anthropic")
 )
 def prepare(request: HttpRequest, session_id: str, format: Format = "anthropic") -> dict[str, Any]:
     """The pre-LLM-call check: compact first when over the threshold, then the context."""
-    return prepare_context(owned_session(request, session_id), fmt=format)
+    return prepare_context(owned_session(request, session_id), fmt=format).to_dict()
 
 
 @router.post("/{session_id}/check", response={200: CheckOut, **errors(400, 403, 422)})
@@ -57,4 +58,4 @@ def offload(
 ) -> dict[str, Any]:
     """Write large tool results to files; the runtime context keeps references."""
     session = owned_session(request, session_id)
-    return offload_session(session, min_chars=payload.min_chars)
+    return asdict(offload_session(session, min_chars=payload.min_chars))

@@ -1,8 +1,13 @@
-"""Unexpected exceptions under /api/ as JSON `{"detail": ...}`: the one mapping.
+"""Exceptions under /api/ as JSON `{"detail": ...}`: the one mapping.
 
-Used by the NinjaAPI's catch-all exception handler (ctxweb/api.py) and by
+Used by the NinjaAPI's exception handlers (ctxweb/api.py) and by
 `sessions_app.middleware.ApiErrorMiddleware` (exceptions that escape django-ninja), so an
 API client gets the same answer whatever raised and whatever DEBUG is:
+
+- the service error tree (sessions_app/services/errors.py), by `service_error`:
+  InvalidInput 422 `{"detail": [{"path", "message"}, ...]}`, NotFound 404, Conflict 409
+  (with `revert_first` when another compaction must be reverted first), Unavailable 503
+  with `Retry-After`;
 
 - the database failing (lost connection, server gone, missing table: `django.db.Error`:
   OperationalError, InterfaceError, DatabaseError...), 503 with `Retry-After`; an
@@ -29,7 +34,9 @@ from django.db import DataError, IntegrityError
 from django.db import Error as DatabaseFailure
 from django.http import Http404, HttpRequest, JsonResponse
 
-__all__ = ["RETRY_AFTER_SECONDS", "json_error", "unexpected_error"]
+from ..services.errors import Conflict, InvalidInput, NotFound, ServiceError, Unavailable
+
+__all__ = ["RETRY_AFTER_SECONDS", "json_error", "service_error", "unexpected_error"]
 
 logger = logging.getLogger("sessions_app")
 
@@ -45,8 +52,31 @@ def json_error(status: int, detail: Any, **headers: str) -> JsonResponse:
     return response
 
 
+def service_error(request: HttpRequest, exc: ServiceError) -> JsonResponse:
+    """The JSON answer to a service's refusal (the service error tree, mapped once)."""
+    if isinstance(exc, InvalidInput):
+        return json_error(422, [{"path": p.path, "message": p.message} for p in exc.problems])
+    if isinstance(exc, NotFound):
+        return json_error(404, str(exc) or "not found")
+    if isinstance(exc, Conflict):
+        body: dict[str, Any] = {"detail": str(exc)}
+        if exc.blocking is not None:
+            body["revert_first"] = exc.blocking
+        return JsonResponse(body, status=409)
+    if isinstance(exc, Unavailable):
+        logger.error(
+            "a dependency is unavailable",
+            exc_info=exc,
+            extra={"path": request.path, "method": request.method},
+        )
+        return json_error(503, str(exc), Retry_After=str(exc.retry_after))
+    return unexpected_error(request, exc)
+
+
 def unexpected_error(request: HttpRequest, exc: BaseException) -> JsonResponse:
     """The JSON answer to `exc` raised while serving the API request `request`."""
+    if isinstance(exc, InvalidInput | NotFound | Conflict | Unavailable):
+        return service_error(request, exc)
     where = {"path": request.path, "method": request.method}
     if isinstance(exc, IntegrityError):
         logger.warning("concurrent write conflict in the API", exc_info=exc, extra=where)

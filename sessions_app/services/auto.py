@@ -4,41 +4,76 @@ Seed 001 REQ-3.1: before an LLM call the context is compacted when it reaches th
 threshold; a failure is logged and the context returned anyway; over the hard limit the
 context is truncated (REQ-3.4). Seed 004 §1: after the call the model's real usage decides,
 and a background compaction is queued. After a failed automatic compaction the session
-cools down for the profile's `cooldown_seconds` (seed 004 §7).
+cools down for the profile's `cooldown_seconds` (seed 004 §7; services/cooldown.py).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from django.db.models import F
 from django.utils import timezone
 
-from compaction import SUMMARY_FAILURES, CompactionError, Policy, hard_truncate
+from compaction import Policy, hard_truncate
 
 from ..models import Compaction, CompactionJob, CompactionProfile, Session
-from .compacting import CompactionOutcome, compact_session
 from .context import Format, check, context_payload
-from .errors import Conflict
+from .cooldown import in_cooldown, note_outcome
+from .errors import Conflict, ServiceError
 from .jobs import queue_compaction
 from .policies import policy_for, profile_for
+from .session_compaction import CompactionOutcome, compact_session
 from .sessions import refresh_totals
 from .writeback import CommitMeta, commit_context, take_snapshot
 
-__all__ = ["in_cooldown", "note_outcome", "post_call_check", "prepare_context", "usage_tokens"]
+__all__ = [
+    "PreparedContext",
+    "StoredCompaction",
+    "post_call_check",
+    "prepare_context",
+    "usage_tokens",
+]
 
 logger = logging.getLogger("sessions_app")
 
 
-def prepare_context(session: Session, *, fmt: Format = "anthropic") -> dict[str, Any]:
-    """The pre-LLM-call check: compact first when over the threshold, then the context.
+@dataclass(frozen=True, slots=True)
+class StoredCompaction:
+    """The compaction (or truncation) a pre-call check stored, in brief."""
 
-    The payload is `context_payload`'s plus `compaction` (the stored compaction as a dict,
-    or None) and `skipped` (why nothing ran: below_threshold, disabled, cooldown, ...).
+    number: int
+    status: str
+    trigger: str
+    tokens_before: int
+    tokens_after: int
+    failure_reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedContext:
+    """The context after the pre-call check, as `context_payload` shapes it, and what ran.
+
+    `compaction` is the compaction stored now (None when none was); `skipped` says why
+    nothing ran (below_threshold, disabled, cooldown, or the engine's reason).
     """
+
+    system: Any
+    messages: list[Any]
+    tokens: int
+    limit: int | None
+    usage: float | None
+    compaction: StoredCompaction | None
+    skipped: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `POST .../context/prepare` answer."""
+        return asdict(self)
+
+
+def prepare_context(session: Session, *, fmt: Format = "anthropic") -> PreparedContext:
+    """The pre-LLM-call check: compact first when over the threshold, then the context."""
     profile = profile_for(session)
     policy = policy_for(session, profile)
     status = check(session, profile)
@@ -59,9 +94,15 @@ def prepare_context(session: Session, *, fmt: Format = "anthropic") -> dict[str,
     truncation = _enforce_hard_limit(session, profile, policy)
     payload = context_payload(session, fmt, profile=profile)
     stored = truncation or (outcome.compaction if outcome else None)
-    payload["compaction"] = _summary_of(stored)
-    payload["skipped"] = skipped or (outcome.reason if outcome and not outcome.compaction else None)
-    return payload
+    return PreparedContext(
+        system=payload["system"],
+        messages=payload["messages"],
+        tokens=payload["tokens"],
+        limit=payload["limit"],
+        usage=payload["usage"],
+        compaction=_summary_of(stored),
+        skipped=skipped or (outcome.reason if outcome and not outcome.compaction else None),
+    )
 
 
 def post_call_check(
@@ -120,27 +161,6 @@ def usage_tokens(usage: Mapping[str, Any]) -> int:
     return int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
 
 
-def in_cooldown(session: Session) -> bool:
-    """True while automatic compaction waits after a failure (read from the database)."""
-    until = Session.objects.filter(pk=session.pk).values_list("cooldown_until", flat=True).first()
-    return until is not None and until > timezone.now()
-
-
-def note_outcome(session: Session, outcome: CompactionOutcome, profile: CompactionProfile) -> None:
-    """Start the cooldown after a failed summary (seed 004); clear it after a success."""
-    summary_failed = outcome.result is not None and outcome.result.reason in SUMMARY_FAILURES
-    if outcome.failed or summary_failed:
-        until = timezone.now() + timedelta(seconds=profile.cooldown_seconds)
-        # Counted in the database: `session` may be stale (a job's copy, a concurrent run).
-        Session.objects.filter(pk=session.pk).update(
-            compaction_failures=F("compaction_failures") + 1, cooldown_until=until
-        )
-        session.refresh_from_db(fields=["compaction_failures", "cooldown_until"])
-    elif outcome.compacted:
-        Session.objects.filter(pk=session.pk).update(compaction_failures=0, cooldown_until=None)
-        session.compaction_failures, session.cooldown_until = 0, None
-
-
 def _compact_logged(session: Session, profile: CompactionProfile) -> CompactionOutcome | None:
     try:
         outcome = compact_session(session, trigger=Compaction.Trigger.AUTO, profile=profile)
@@ -189,7 +209,7 @@ def _enforce_hard_limit(
     )
     try:
         compaction = commit_context(snapshot, result.messages, meta)
-    except (Conflict, CompactionError, OSError) as error:
+    except (ServiceError, OSError) as error:
         logger.error(
             "hard-limit truncation failed: %s",
             error,
@@ -206,14 +226,14 @@ def _enforce_hard_limit(
     return compaction
 
 
-def _summary_of(compaction: Compaction | None) -> dict[str, Any] | None:
+def _summary_of(compaction: Compaction | None) -> StoredCompaction | None:
     if compaction is None:
         return None
-    return {
-        "number": compaction.number,
-        "status": compaction.status,
-        "trigger": compaction.trigger,
-        "tokens_before": compaction.tokens_before,
-        "tokens_after": compaction.tokens_after,
-        "failure_reason": compaction.failure_reason or None,
-    }
+    return StoredCompaction(
+        number=compaction.number,
+        status=compaction.status,
+        trigger=compaction.trigger,
+        tokens_before=compaction.tokens_before,
+        tokens_after=compaction.tokens_after,
+        failure_reason=compaction.failure_reason or None,
+    )

@@ -10,7 +10,6 @@ from ..models import ContextEntry, Session
 __all__ = [
     "ENTRY_KEY",
     "entry_message",
-    "entry_snapshot",
     "load_entries",
     "split_message",
     "tagged_message",
@@ -46,20 +45,3 @@ def entry_message(entry: ContextEntry) -> dict[str, Any]:
 def tagged_message(entry: ContextEntry) -> dict[str, Any]:
     """`entry_message` with the entry's id under ENTRY_KEY."""
     return {**entry_message(entry), ENTRY_KEY: entry.pk}
-
-
-def entry_snapshot(entry: ContextEntry) -> dict[str, Any]:
-    """The exact stored form of an entry, as archived by a compaction and restored by revert."""
-    return {
-        "id": entry.pk,
-        "position": entry.position,
-        "kind": entry.kind,
-        "message_id": entry.message_id,
-        "seq": entry.message.seq if entry.message is not None else None,
-        "compaction_id": entry.compaction_id,
-        "role": entry.role,
-        "content": entry.content,
-        "extra": entry.extra,
-        "token_count": entry.token_count,
-        "message": entry_message(entry),
-    }

@@ -10,23 +10,37 @@ Services (and selectors) raise these; the REST API (ctxweb/api.py) and the views
 - `Unavailable` (503 with Retry-After): the database, the storage or the summary model
   failed; trying again later may work.
 
-An internal invariant broken inside a service is not a `ServiceError`: it propagates as
-itself and is answered 500 (a bug), never 422. See docs/architecture.md ("Errors").
+An internal invariant broken inside a service is not a `ServiceError`: it raises
+`InvariantError` (a RuntimeError), answered 500 (a bug), never 422. The engine's own errors
+(`compaction.CompactionError`) are translated at the service boundary by `engine_error`. See
+docs/architecture.md ("Errors").
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from compaction import (
+    BlobStoreError,
+    CompactionError,
+    InvalidFilesError,
+    InvalidMessagesError,
+    PolicyError,
+    SummaryError,
+)
 
 __all__ = [
     "Conflict",
     "InvalidInput",
+    "InvariantError",
     "NotFound",
     "Problem",
     "ServiceError",
     "Unavailable",
     "VersionConflict",
+    "engine_error",
 ]
 
 
@@ -92,3 +106,26 @@ class Unavailable(ServiceError):
     def __init__(self, message: str, *, retry_after: int = 5) -> None:
         self.retry_after = retry_after
         super().__init__(message)
+
+
+class InvariantError(RuntimeError):
+    """An internal invariant was broken (a bug): never a ServiceError, answered 500."""
+
+
+def engine_error(error: CompactionError) -> ServiceError:
+    """The service error standing for an engine error, raised `from` it by the services.
+
+    Invalid messages or files keep their problems' paths; a PolicyError names its field;
+    a summary model or storage failure is Unavailable (503, the model's own Retry-After
+    when it gave one). Any other engine error is about the input as a whole (`body`).
+    """
+    if isinstance(error, InvalidMessagesError | InvalidFilesError):
+        return InvalidInput(Problem(p.path, p.message) for p in error.problems)
+    if isinstance(error, PolicyError):
+        return InvalidInput.field(error.field, str(error).split(": ", 1)[-1])
+    if isinstance(error, SummaryError):
+        wait = math.ceil(error.retry_after) if error.retry_after else 5
+        return Unavailable(f"summary model unavailable: {error}", retry_after=max(1, wait))
+    if isinstance(error, BlobStoreError):
+        return Unavailable(f"storage unavailable: {error.strerror or error}")
+    return InvalidInput.field("body", str(error))

@@ -1,9 +1,11 @@
-"""Background compactions: the job row, its run, its heartbeat and the reaper of lost jobs.
+"""Background compactions: the job row, its run (the django-tasks task) and its heartbeat.
 
-A job is queued as a django-tasks task (`sessions_app.tasks.run_compaction_job`, run by
-`manage.py db_worker`). While it runs, a heartbeat thread stamps `heartbeat_at`; a worker
-killed mid-job stops stamping, and `reap_stale_jobs` (run by the worker on start and
-periodically) fails the job and its task result, then queues it once more.
+A job is queued as the django-tasks task `run_compaction_job` defined here, beside the job
+logic (run by `manage.py db_worker`; `sessions_app.tasks` re-exports it, so task rows stored
+under that older path still run). While it runs, a heartbeat thread stamps `heartbeat_at`; a
+worker killed mid-job stops stamping, and `reap_stale_jobs` (services/reaper.py, run by the
+worker on start and periodically) fails the job and its task result, then queues it once
+more.
 
 A job whose failure left the session exactly as it was (the archive could not be written,
 the database failed at commit, or a concurrent compaction of the same entries won) is
@@ -17,33 +19,36 @@ import logging
 import threading
 import traceback
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from types import TracebackType
 from typing import Any, Final
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
+from django_tasks import task
 
 from compaction import CompactionEvent
 
-from ..models import CompactionJob, Session
-from ..tasks import run_compaction_job
-from .compacting import compact_session
+from ..models import CompactionJob, CompactionProfile, Session
+from .cooldown import note_outcome
 from .errors import Conflict
 from .policies import profile_for
+from .session_compaction import CompactionOutcome, compact_session
 
 __all__ = [
     "MAX_ATTEMPTS",
     "RETRIED_FAILURES",
     "Heartbeat",
+    "JobRun",
     "active_job",
     "enqueue_compaction",
     "heartbeat_seconds",
     "queue_compaction",
-    "reap_stale_jobs",
     "retry_seconds",
+    "run_compaction_job",
     "run_job",
     "stale_seconds",
 ]
@@ -115,36 +120,56 @@ def active_job(session: Session) -> CompactionJob | None:
     return CompactionJob.objects.filter(session=session, status__in=_ACTIVE).first()
 
 
-def run_job(job_id: str) -> dict[str, Any]:
-    """Run a queued job (the task body): claim it, compact, record events and the outcome."""
-    from .auto import note_outcome  # lazy: auto imports this module
+@dataclass(frozen=True, slots=True)
+class JobRun:
+    """What one run of a job did: its status afterwards (`lost`: the reaper took the job
+    meanwhile), the compaction number, the error, the failure it is `retry`ing after, or
+    `skipped` when the job was not queued any more."""
 
-    now = timezone.now()
-    claimed = CompactionJob.objects.filter(pk=job_id, status=CompactionJob.Status.QUEUED).update(
-        status=CompactionJob.Status.RUNNING,
-        attempts=F("attempts") + 1,
-        started_at=now,
-        heartbeat_at=now,
-        phase="started",
-    )
-    if not claimed:
+    job: str
+    status: str = ""
+    compaction: int | None = None
+    error: str | None = None
+    retry: str | None = None
+    skipped: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The task's result, as stored by django-tasks (JSON)."""
+        if self.skipped:
+            return {"job": self.job, "skipped": True}
+        if self.retry is not None:
+            return {
+                "job": self.job,
+                "status": self.status,
+                "retry": self.retry,
+                "error": self.error,
+            }
+        return {
+            "job": self.job,
+            "status": self.status,
+            "compaction": self.compaction,
+            "error": self.error,
+        }
+
+
+@task()
+def run_compaction_job(job_id: str) -> dict[str, Any]:
+    """The task: run the queued CompactionJob `job_id` (`run_job`); its JobRun as JSON."""
+    return run_job(job_id).to_dict()
+
+
+def run_job(job_id: str) -> JobRun:
+    """Run a queued job (the task body): claim it, compact, record events and the outcome."""
+    if not _claim(job_id):
         logger.info("job not queued any more; skipped", extra={"job": job_id})
-        return {"job": job_id, "skipped": True}
+        return JobRun(job_id, skipped=True)
     job = CompactionJob.objects.select_related("session").get(pk=job_id)
     recorder = _EventRecorder(job)
+    params = job.params
     with Heartbeat(job.pk):
         try:
-            params = job.params
             profile = profile_for(job.session, params.get("profile"))
-            outcome = compact_session(
-                job.session,
-                trigger=params.get("trigger", "manual"),
-                profile=profile,
-                instructions=params.get("instructions"),
-                summary=params.get("summary"),
-                force=params.get("force"),
-                on_event=recorder,
-            )
+            outcome = _compact(job, profile, recorder)
             compaction = outcome.compaction
             reason = (compaction.failure_reason if compaction else None) or outcome.reason
             error = f"compaction failed: {reason}" if outcome.failed else ""
@@ -172,6 +197,35 @@ def run_job(job_id: str) -> dict[str, Any]:
     )
 
 
+def _claim(job_id: str) -> bool:
+    """Mark the job running (one more attempt) if it is still queued; False when it is not."""
+    now = timezone.now()
+    claimed = CompactionJob.objects.filter(pk=job_id, status=CompactionJob.Status.QUEUED).update(
+        status=CompactionJob.Status.RUNNING,
+        attempts=F("attempts") + 1,
+        started_at=now,
+        heartbeat_at=now,
+        phase="started",
+    )
+    return bool(claimed)
+
+
+def _compact(
+    job: CompactionJob, profile: CompactionProfile, recorder: _EventRecorder
+) -> CompactionOutcome:
+    """compact_session with the job's parameters, its events recorded on the job."""
+    params = job.params
+    return compact_session(
+        job.session,
+        trigger=params.get("trigger", "manual"),
+        profile=profile,
+        instructions=params.get("instructions"),
+        summary=params.get("summary"),
+        force=params.get("force"),
+        on_event=recorder,
+    )
+
+
 def _final(error: str, job: CompactionJob) -> str:
     """The error of a retryable failure that used up the attempts."""
     return f"{error} (attempt {job.attempts} of {MAX_ATTEMPTS}; not retried again)"
@@ -184,10 +238,10 @@ def _requeue(
     error: str,
     *,
     compaction: Any = None,
-) -> dict[str, Any] | None:
+) -> JobRun | None:
     """Queue the job once more after a failure that left the session unchanged.
 
-    Returns the task's result, or None when the attempts are used up (or the job is no
+    Returns the run, or None when the attempts are used up (or the job is no
     longer this run's: the reaper took it meanwhile) and the job must be finished instead.
     """
     if job.attempts >= MAX_ATTEMPTS:
@@ -221,7 +275,7 @@ def _requeue(
         locked.error,
         extra={"job": str(job.pk), "session_id": str(job.session_id), "reason": reason},
     )
-    return {"job": str(job.pk), "status": locked.status, "retry": reason, "error": error}
+    return JobRun(str(job.pk), locked.status, retry=reason, error=error)
 
 
 def _retry_task() -> Any:
@@ -240,7 +294,7 @@ def _finish(
     error: str,
     compaction: Any = None,
     reason: str | None = None,
-) -> dict[str, Any]:
+) -> JobRun:
     status = CompactionJob.Status.FAILED if failed else CompactionJob.Status.SUCCEEDED
     events = [
         *recorder.events,
@@ -256,13 +310,9 @@ def _finish(
     )
     if not updated:
         _log_lost(job, "finish")
-        return {"job": str(job.pk), "status": "lost", "compaction": None, "error": error or None}
-    return {
-        "job": str(job.pk),
-        "status": status,
-        "compaction": compaction.number if compaction is not None else None,
-        "error": error or None,
-    }
+        return JobRun(str(job.pk), "lost", error=error or None)
+    number = compaction.number if compaction is not None else None
+    return JobRun(str(job.pk), status, compaction=number, error=error or None)
 
 
 def _this_run(job: CompactionJob) -> Any:
@@ -337,83 +387,3 @@ class Heartbeat:
                     logger.warning("heartbeat write failed", exc_info=True)
         finally:
             connection.close()
-
-
-def reap_stale_jobs(timeout: float | None = None) -> list[str]:
-    """Fail jobs whose worker was lost (no heartbeat for `timeout` s) and re-queue them once.
-
-    Also fails their django-tasks-db result rows, which would otherwise stay RUNNING forever.
-    Safe to run from several workers at once. Returns the ids of the jobs it handled.
-    """
-    cutoff = timezone.now() - timedelta(seconds=stale_seconds() if timeout is None else timeout)
-    stale = CompactionJob.objects.filter(status=CompactionJob.Status.RUNNING).filter(
-        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
-    )
-    handled = [str(pk) for pk in stale.values_list("pk", flat=True) if _reap(pk, cutoff)]
-    handled += [str(pk) for pk in _orphaned_queued(cutoff) if _reap(pk, cutoff, queued=True)]
-    return handled
-
-
-def _orphaned_queued(cutoff: Any) -> list[Any]:
-    """Queued jobs whose task was claimed by a worker that died before the job started."""
-    from django_tasks_db.models import DBTaskResult
-
-    lost_tasks = DBTaskResult.objects.filter(status="RUNNING", started_at__lt=cutoff).values_list(
-        "id", flat=True
-    )
-    ids = [str(task_id) for task_id in lost_tasks]
-    if not ids:
-        return []
-    candidates = CompactionJob.objects.filter(status=CompactionJob.Status.QUEUED)
-    return [job.pk for job in candidates if _same_uuid(job.task_id, ids)]
-
-
-def _same_uuid(task_id: str, ids: list[str]) -> bool:
-    normal = task_id.replace("-", "").lower()
-    return any(normal == other.replace("-", "").lower() for other in ids)
-
-
-def _reap(job_id: Any, cutoff: Any, *, queued: bool = False) -> bool:
-    with transaction.atomic():
-        job = CompactionJob.objects.select_for_update().filter(pk=job_id).first()
-        expected = CompactionJob.Status.QUEUED if queued else CompactionJob.Status.RUNNING
-        if job is None or job.status != expected:
-            return False
-        if not queued and job.heartbeat_at and job.heartbeat_at >= cutoff:
-            return False
-        _fail_task_result(job.task_id)
-        now = timezone.now()
-        note = {"phase": "worker_lost", "at": now.isoformat(), "attempt": job.attempts}
-        if job.attempts < MAX_ATTEMPTS:
-            job.status = CompactionJob.Status.QUEUED
-            job.phase = "requeued"
-            job.error = f"worker lost during attempt {job.attempts}; queued again"
-            job.events = [*job.events, note]
-            job.task_id = str(run_compaction_job.enqueue(str(job.pk)).id)
-        else:
-            job.status = CompactionJob.Status.FAILED
-            job.phase = "failed"
-            job.error = f"worker lost during attempt {job.attempts} of {MAX_ATTEMPTS}; not retried"
-            job.events = [*job.events, note]
-            job.finished_at = now
-        job.save()
-    logger.warning(
-        "reaped a lost compaction job: %s",
-        job.error,
-        extra={"job": str(job_id), "session_id": str(job.session_id), "status": job.status},
-    )
-    return True
-
-
-def _fail_task_result(task_id: str) -> None:
-    """Mark a django-tasks-db result row that is stuck RUNNING as FAILED."""
-    if not task_id:
-        return
-    from django_tasks_db.models import DBTaskResult
-
-    DBTaskResult.objects.filter(id=task_id, status="RUNNING").update(
-        status="FAILED",
-        finished_at=timezone.now(),
-        exception_class_path="sessions_app.services.jobs.WorkerLost",
-        traceback="WorkerLost: the worker running this task stopped sending heartbeats",
-    )

@@ -7,21 +7,22 @@ history's Message rows keep the original results.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
 
-from compaction import BlobStore, message_token_counts, offload_tool_results
+from compaction import BlobStore, BlobStoreError, message_token_counts, offload_tool_results
 
 from ..models import ContextEntry, Session
 from ..storage import BLOB_PREFIX, DjangoStorageBlobStore
 from .entries import ENTRY_KEY, split_message, tagged_message
-from .errors import Conflict
+from .errors import Conflict, engine_error
 from .policies import profile_for
 from .sessions import refresh_totals
 from .writeback import ContextSnapshot, refresh_session_totals, take_snapshot
 
-__all__ = ["blob_store_for", "offload_session"]
+__all__ = ["OffloadResult", "blob_store_for", "offload_session"]
 
 logger = logging.getLogger("sessions_app")
 
@@ -31,13 +32,25 @@ def blob_store_for(session: Session) -> DjangoStorageBlobStore:
     return DjangoStorageBlobStore(f"{BLOB_PREFIX}/{session.pk}")
 
 
-def offload_session(session: Session, *, min_chars: int | None = None) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class OffloadResult:
+    """What an offload did; `files` are names relative to the session's offload area."""
+
+    offloaded_count: int
+    freed_chars: int
+    files: tuple[str, ...]
+    entries_changed: int
+    tokens_before: int
+    tokens_after: int
+
+
+def offload_session(session: Session, *, min_chars: int | None = None) -> OffloadResult:
     """Write every tool result of `min_chars`+ characters (default: the profile's) to a file.
 
-    Returns `{offloaded_count, freed_chars, files, entries_changed, tokens_before,
-    tokens_after}`; `files` are the names written, relative to the session's offload area
+    `files` are the names written, relative to the session's offload area
     (`tool-result-<id>.md`, as the references in the context say), never the storage's
-    locations (server paths, signed URLs). Raises Conflict when the context changed meanwhile.
+    locations (server paths, signed URLs). Raises Conflict when the context changed
+    meanwhile, Unavailable when the storage fails (nothing is changed then).
     """
     profile = profile_for(session)
     threshold = profile.offload_min_chars if min_chars is None else min_chars
@@ -45,7 +58,10 @@ def offload_session(session: Session, *, min_chars: int | None = None) -> dict[s
     entries = [*snapshot.entries, *snapshot.pending]
     messages = [*snapshot.messages, *_pending_messages(snapshot)]
     store = _NamesWritten(blob_store_for(session))
-    result = offload_tool_results(messages, None, min_chars=threshold, store=store)
+    try:
+        result = offload_tool_results(messages, None, min_chars=threshold, store=store)
+    except BlobStoreError as error:
+        raise engine_error(error) from error
     changed = [
         (entry, new)
         for entry, old, new in zip(entries, messages, result.messages, strict=True)
@@ -64,14 +80,14 @@ def offload_session(session: Session, *, min_chars: int | None = None) -> dict[s
         result.offloaded_count,
         extra={"session_id": str(session.pk), "offloaded_count": result.offloaded_count},
     )
-    return {
-        "offloaded_count": result.offloaded_count,
-        "freed_chars": result.freed_chars,
-        "files": list(store.names),
-        "entries_changed": len(changed),
-        "tokens_before": tokens_before,
-        "tokens_after": session.context_tokens,
-    }
+    return OffloadResult(
+        offloaded_count=result.offloaded_count,
+        freed_chars=result.freed_chars,
+        files=tuple(store.names),
+        entries_changed=len(changed),
+        tokens_before=tokens_before,
+        tokens_after=session.context_tokens,
+    )
 
 
 class _NamesWritten:

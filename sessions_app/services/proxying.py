@@ -24,7 +24,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from ..models import ContextEntry, Session
-from .auto import post_call_check, prepare_context
+from .auto import StoredCompaction, post_call_check, prepare_context
 from .context_text import Format, payload_parts
 from .entries import load_entries
 from .errors import Conflict
@@ -64,7 +64,7 @@ class ProxyPlan:
     stored: int
     head: list[dict[str, Any]] | None = None
     tail_start: int = 0
-    compaction: dict[str, Any] | None = field(default=None)
+    compaction: StoredCompaction | None = field(default=None)
 
 
 def plan_request(owner: User, request: ProxyRequest) -> ProxyPlan:
@@ -94,7 +94,7 @@ def plan_request(owner: User, request: ProxyRequest) -> ProxyPlan:
         stored=len(state["digests"]),
         head=head,
         tail_start=tail_start,
-        compaction=payload.get("compaction"),
+        compaction=payload.compaction,
     )
 
 

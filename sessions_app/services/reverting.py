@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
-from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
 from compaction import ArchiveError
 
 from ..models import Compaction, ContextEntry, Session
-from .errors import Conflict
+from .archives import ArchivedEntry, ArchiveUnavailable
+from .archives import read_archive as read_archive_of
+from .errors import Conflict, NotFound
 from .writeback import refresh_session_totals
 
 __all__ = ["blocking_compaction", "read_archive", "revert_compaction"]
@@ -25,12 +25,14 @@ def revert_compaction(session: Session, number: int) -> Compaction:
     """Restore the entries compaction `number` replaced; it becomes `reverted`.
 
     Only the newest compaction over a region can be reverted: when a later one covers any
-    of its entries, Conflict names the one to revert first. Raises Compaction.DoesNotExist
-    for an unknown number and ArchiveError when the archive cannot be read.
+    of its entries, Conflict names the one to revert first. Raises NotFound for an unknown
+    number and ArchiveUnavailable when the archive cannot be read.
     """
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
-        compaction = Compaction.objects.get(session=locked, number=number)
+        compaction = Compaction.objects.filter(session=locked, number=number).first()
+        if compaction is None:
+            raise NotFound(f"no compaction #{number}")
         if compaction.status != Compaction.Status.SUCCEEDED:
             raise Conflict(f"compaction #{number} is {compaction.status}: nothing to revert")
         blocker = blocking_compaction(compaction)
@@ -40,14 +42,14 @@ def revert_compaction(session: Session, number: int) -> Compaction:
                 f"revert #{blocker.number} first",
                 blocking=blocker.number,
             )
-        document = read_archive(compaction)
+        archive = read_archive_of(compaction)
         ContextEntry.objects.filter(session=locked, compaction=compaction).delete()
-        ContextEntry.objects.bulk_create(
-            [_restored(locked, item) for item in document.get("entries", [])]
-        )
-        for item in document.get("transformed", []):
-            ContextEntry.objects.filter(session=locked, pk=item["id"]).update(
-                content=item["content"], extra=item["extra"], token_count=item["token_count"]
+        ContextEntry.objects.bulk_create([_restored(locked, item) for item in archive.entries])
+        for item in archive.transformed:
+            if item.id is None:  # a transformed entry always has an id; skip a damaged one
+                continue
+            ContextEntry.objects.filter(session=locked, pk=item.id).update(
+                content=item.content, extra=item.extra, token_count=item.token_count
             )
         Compaction.objects.filter(session=locked, parent=compaction).update(parent=None)
         compaction.status = Compaction.Status.REVERTED
@@ -89,31 +91,27 @@ def _newest_overlapping(compaction: Compaction) -> Compaction | None:
 
 
 def read_archive(compaction: Compaction) -> dict[str, Any]:
-    """The archive document of a compaction: `{entries, transformed, ...}`."""
-    if not compaction.archive:
-        raise ArchiveError(f"compaction #{compaction.number} has no archive")
+    """The archive of `compaction` as its JSON document (the admin page shows it).
+
+    Kept for sessions_app/admin.py, which catches the engine's ArchiveError; new code reads
+    `sessions_app.services.archives.read_archive` (a typed Archive).
+    """
     try:
-        with default_storage.open(compaction.archive.name or "", "rb") as handle:
-            document = json.loads(handle.read().decode("utf-8"))
-    except (OSError, ValueError) as error:
-        raise ArchiveError(
-            f"could not read the archive of #{compaction.number}: {error}"
-        ) from error
-    if not isinstance(document, dict):
-        raise ArchiveError(f"the archive of #{compaction.number} is not an archive document")
-    return document
+        return read_archive_of(compaction).to_dict()
+    except ArchiveUnavailable as error:
+        raise ArchiveError(str(error)) from error
 
 
-def _restored(session: Session, item: dict[str, Any]) -> ContextEntry:
+def _restored(session: Session, item: ArchivedEntry) -> ContextEntry:
     return ContextEntry(
-        pk=item["id"],
+        pk=item.id,
         session=session,
-        position=item["position"],
-        kind=item["kind"],
-        message_id=item["message_id"],
-        compaction_id=item["compaction_id"],
-        role=item["role"],
-        content=item["content"],
-        extra=item["extra"],
-        token_count=item["token_count"],
+        position=item.position,
+        kind=item.kind,
+        message_id=item.message_id,
+        compaction_id=item.compaction_id,
+        role=item.role,
+        content=item.content,
+        extra=item.extra,
+        token_count=item.token_count,
     )

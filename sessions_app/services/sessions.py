@@ -14,8 +14,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from compaction import (
-    InvalidMessagesError,
-    PolicyError,
+    CompactionError,
     Problem,
     message_token_counts,
     tool_use_ids,
@@ -26,7 +25,8 @@ from ..models import Compaction, CompactionProfile, ContextEntry, Message, Sessi
 from ..storage import BLOB_PREFIX, delete_stored_quietly
 from ..unstorable import unstorable_problems
 from .entries import entry_message, split_message
-from .errors import VersionConflict
+from .errors import InvalidInput, ServiceError, VersionConflict, engine_error
+from .errors import Problem as FieldProblem
 from .extras import extra_problems, message_time
 from .policies import profile_for
 
@@ -79,8 +79,8 @@ def create_session(
 ) -> Session:
     """A new session holding `messages` (after an optional system prompt), all or nothing.
 
-    Invalid messages raise InvalidMessagesError with paths relative to `messages`; an
-    unknown profile name raises PolicyError; nothing is stored in either case.
+    Invalid messages raise InvalidInput with paths relative to `messages`, and so does an
+    unknown profile name (`profile`); nothing is stored in either case.
     """
     items = _copies(messages)
     if system is not None and system != "":
@@ -88,15 +88,7 @@ def create_session(
         offset = 1
     else:
         offset = 0
-    if context_limit is not None and not 0 < context_limit <= MAX_CONTEXT_LIMIT:
-        raise PolicyError("context_limit", f"must be between 1 and {MAX_CONTEXT_LIMIT}")
-    chosen = profile_for(None, profile) if isinstance(profile, str) else profile
-    fields = [
-        *unstorable_problems(title, "title"),
-        *unstorable_problems(dict(metadata or {}), "metadata"),
-    ]
-    if fields:
-        raise InvalidMessagesError(fields)
+    chosen = _checked_fields(title, metadata, context_limit, profile)
     _raise_problems(validate_extension(None, items), offset=offset, system_path="system")
     with transaction.atomic():
         session = Session.objects.create(
@@ -125,7 +117,7 @@ def append_messages(
     """Append `messages` to the full history and the runtime context, in one transaction.
 
     They are validated against the context they extend (a user message answering the last
-    assistant's tool_use is accepted); problems raise InvalidMessagesError with paths
+    assistant's tool_use is accepted); problems raise InvalidInput with paths
     relative to `messages`. Appends never wait for a running compaction: a compaction only
     locks the session for its short commit.
     """
@@ -145,6 +137,30 @@ def append_messages(
         rows = _append_validated(locked, items) if items else []
     _copy_totals(locked, session)
     return rows
+
+
+def _checked_fields(
+    title: str,
+    metadata: Mapping[str, Any] | None,
+    context_limit: int | None,
+    profile: CompactionProfile | str | None,
+) -> CompactionProfile | None:
+    """create_session's fields beside the messages checked; the chosen profile."""
+    if context_limit is not None and not 0 < context_limit <= MAX_CONTEXT_LIMIT:
+        raise InvalidInput.field("context_limit", f"must be between 1 and {MAX_CONTEXT_LIMIT}")
+    try:
+        chosen = profile_for(None, profile) if isinstance(profile, str) else profile
+    except ServiceError:
+        raise
+    except CompactionError as error:  # an unknown profile name
+        raise engine_error(error) from error
+    fields = [
+        *unstorable_problems(title, "title"),
+        *unstorable_problems(dict(metadata or {}), "metadata"),
+    ]
+    if fields:
+        raise _invalid(fields)
+    return chosen
 
 
 def _copies(messages: Iterable[Any]) -> list[Any]:
@@ -209,11 +225,14 @@ def _shape_problems(
 
 
 def _raise_problems(problems: list[Problem], *, offset: int, system_path: str = "") -> None:
-    """Raise InvalidMessagesError with paths relative to the caller's `messages` list."""
+    """Raise InvalidInput with paths relative to the caller's `messages` list."""
     if not problems:
         return
-    located = [_relocate(problem, offset, system_path) for problem in problems]
-    raise InvalidMessagesError(located)
+    raise _invalid([_relocate(problem, offset, system_path) for problem in problems])
+
+
+def _invalid(problems: Sequence[Problem]) -> InvalidInput:
+    return InvalidInput(FieldProblem(p.path, p.message) for p in problems)
 
 
 def _relocate(problem: Problem, offset: int, system_path: str) -> Problem:
@@ -270,11 +289,16 @@ def _append_validated(
         for offset, row in enumerate(rows)
     ]
     ContextEntry.objects.bulk_create(entries)
-    added = sum(counts)
-    session.next_seq += len(rows)
-    session.next_position += len(rows)
-    session.message_count += len(rows)
-    session.context_entry_count += len(rows)
+    _add_totals(session, len(rows), sum(counts))
+    return rows
+
+
+def _add_totals(session: Session, count: int, added: int) -> None:
+    """Count `count` appended messages of `added` tokens in the locked session's totals."""
+    session.next_seq += count
+    session.next_position += count
+    session.message_count += count
+    session.context_entry_count += count
     session.history_tokens += added
     session.context_tokens += added
     session.version += 1
@@ -290,7 +314,6 @@ def _append_validated(
             "updated_at",
         ]
     )
-    return rows
 
 
 _TOTALS = (

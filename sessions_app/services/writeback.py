@@ -8,36 +8,26 @@ have higher positions and stay after the summary.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.core.files.base import ContentFile
-from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
-from compaction import (
-    SUMMARY_KEY,
-    ArchiveError,
-    CompactionError,
-    archive_name,
-    is_summary_message,
-    message_token_counts,
-    tool_use_ids,
-)
+from compaction import SUMMARY_KEY, is_summary_message, message_token_counts, tool_use_ids
 
 from ..models import Compaction, ContextEntry, Session
 from ..nul import strip_nul
 from ..storage import delete_stored_quietly
-from .entries import ENTRY_KEY, entry_snapshot, load_entries, split_message, tagged_message
-from .errors import Conflict
+from .archives import ARCHIVE_PREFIX, ArchivedEntry, ArchiveHeader, write_archive
+from .entries import ENTRY_KEY, load_entries, split_message, tagged_message
+from .errors import Conflict, InvariantError
 
 __all__ = [
-    "ARCHIVE_PREFIX",
+    "ARCHIVE_PREFIX",  # re-exported for sessions_app/importing.py (owner: services/archives.py)
     "CommitMeta",
     "ContextSnapshot",
     "commit_context",
@@ -48,9 +38,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("sessions_app")
-
-#: Folder of compaction archives in the default storage.
-ARCHIVE_PREFIX = "archives"
 
 
 @dataclass
@@ -128,7 +115,8 @@ def commit_context(
     """Replace the snapshot's entries by `output` (the engine's new messages) atomically.
 
     Raises Conflict when the entries changed since the snapshot (another compaction won),
-    ArchiveError when the archive cannot be written; either way nothing is changed.
+    ArchiveUnavailable when the archive cannot be written; either way nothing is changed.
+    An output the engine should never produce (entries reordered) is an InvariantError.
     """
     plan = _plan(snapshot, output, meta.encoding)
     stored_name: str | None = None
@@ -258,7 +246,7 @@ def _plan(
         entry_id = message.get(ENTRY_KEY)
         if entry_id in by_id:
             if kept and order[entry_id] <= order[kept[-1]]:
-                raise CompactionError("the engine reordered or repeated context entries")
+                raise InvariantError("the engine reordered or repeated context entries")
             kept.append(entry_id)
             entry, original = by_id[entry_id]
             if message is not original and _differs(message, original):
@@ -310,7 +298,7 @@ def _place(
         high = position_of[kept[kept_before]] if kept_before < len(kept) else None
         slot = next((p for p in free if p > low and (high is None or p < high)), None)
         if slot is None:
-            raise CompactionError("no free position for a new context entry")
+            raise InvariantError("no free position for a new context entry")
         free.remove(slot)
         placed.append((slot, message))
     return placed
@@ -406,21 +394,10 @@ def _covered_seqs(removed: Sequence[ContextEntry]) -> list[int]:
 
 
 def _write_archive(session: Session, compaction: Compaction, plan: _Plan, now: Any) -> str:
-    """The exact replaced entries as JSON through the default storage; its stored name."""
-    document = {
-        "session": str(session.pk),
-        "compaction": compaction.number,
-        "created_at": now.isoformat(),
-        "trigger": compaction.trigger,
-        "entries": [entry_snapshot(e) for e in plan.removed],
-        "transformed": [entry_snapshot(e) for e, _, _ in plan.transformed],
-    }
-    try:
-        data = json.dumps(document, ensure_ascii=False, indent=2, default=str).encode("utf-8")
-        name = f"{ARCHIVE_PREFIX}/{archive_name(str(session.pk), now, compaction.number)}"
-        return str(default_storage.save(name, ContentFile(data)))
-    except (OSError, TypeError, ValueError) as error:
-        raise ArchiveError(f"could not write the archive: {error}") from error
+    """The exact replaced (and transformed) entries as the compaction's archive."""
+    header = ArchiveHeader(str(session.pk), compaction.number, now, compaction.trigger)
+    replaced = (ArchivedEntry.of(e) for e in plan.removed)
+    return write_archive(header, replaced, (ArchivedEntry.of(e) for e, _, _ in plan.transformed))
 
 
 def _apply(session: Session, compaction: Compaction, plan: _Plan) -> None:

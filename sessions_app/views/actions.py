@@ -23,10 +23,10 @@ from sessions_app.selectors.entries import entries_with_messages
 from sessions_app.selectors.jobs import session_job
 from sessions_app.selectors.profiles import profile_exists
 from sessions_app.services import jobs
-from sessions_app.services.compacting import compact_session
 from sessions_app.services.errors import InvalidInput
 from sessions_app.services.offloading import offload_session
 from sessions_app.services.reverting import revert_compaction
+from sessions_app.services.session_compaction import compact_session
 from sessions_app.viewmodels.blocks import MessageView, build_message_views
 
 from .common import owned_compaction, owned_session, session_changed
@@ -121,8 +121,8 @@ def compact_preview(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse
     form = _valid_form(request)
     params = _params(form)
     outcome = compact_session(session, dry_run=True, **params)
-    preview = outcome.preview or {}
-    ids = [i for i in preview.get("middle_entry_ids") or [] if i is not None]
+    preview = outcome.preview
+    ids = list(preview.middle_entry_ids) if preview else []
     context = {
         "session": session,
         "preview": preview,
@@ -218,14 +218,14 @@ def offload(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     if not form.is_valid():
         raise InvalidInput.field("min_chars", "The size must be a positive number of characters.")
     result = offload_session(session, min_chars=form.cleaned_data["min_chars"])
-    count = int(result.get("offloaded_count", 0))
+    count = result.offloaded_count
     if not count:
         text = "No tool result was large enough to offload."
         return render(request, f"{ACTIONS}#notice", {"level": "info", "text": text})
     text = (
         f"Offloaded {count} tool result{'s' if count != 1 else ''} "
-        f"({result.get('freed_chars', 0):,} characters): "
-        f"{result.get('tokens_before', 0):,} → {result.get('tokens_after', 0):,} tokens."
+        f"({result.freed_chars:,} characters): "
+        f"{result.tokens_before:,} → {result.tokens_after:,} tokens."
     )
     response = render(request, f"{ACTIONS}#notice", {"level": "success", "text": text})
     return session_changed(response)

@@ -12,8 +12,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from compaction import ArchiveError
-from sessions_app.services.reverting import read_archive
+from sessions_app.services.archives import ArchivedEntry as StoredEntry
+from sessions_app.services.archives import ArchiveUnavailable, read_archive
 from sessions_app.viewmodels.blocks import build_message_views
 
 from .common import owned_compaction
@@ -36,18 +36,16 @@ class ArchivedEntry:
     created_at: datetime | None = None
 
     @classmethod
-    def from_snapshot(cls, item: dict[str, Any]) -> ArchivedEntry:
-        """From one `entries` item of an archive document."""
-        found = item.get("message")
-        message: dict[str, Any] = found if isinstance(found, dict) else {}
+    def from_stored(cls, item: StoredEntry) -> ArchivedEntry:
+        """From one replaced entry of an archive."""
+        message = item.message
         extra = {k: v for k, v in message.items() if k not in {"role", "content"}}
-        seq = item.get("seq")
         return cls(
-            seq=seq if isinstance(seq, int) else None,
-            role=str(message.get("role", item.get("role", ""))),
-            content=message.get("content", item.get("content")),
+            seq=item.seq,
+            role=str(message.get("role", item.role)),
+            content=message.get("content", item.content),
             extra=extra,
-            token_count=int(item.get("token_count") or 0),
+            token_count=item.token_count,
         )
 
 
@@ -59,10 +57,8 @@ def compaction_compare(request: HttpRequest, session_id: uuid.UUID, number: int)
     error = ""
     entries: list[ArchivedEntry] = []
     try:
-        document = read_archive(compaction)
-        raw = document.get("entries", [])
-        entries = [ArchivedEntry.from_snapshot(i) for i in raw if isinstance(i, dict)]
-    except ArchiveError as problem:
+        entries = [ArchivedEntry.from_stored(i) for i in read_archive(compaction).entries]
+    except ArchiveUnavailable as problem:
         error = str(problem)
     context = {
         "session": compaction.session,

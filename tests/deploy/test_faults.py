@@ -22,8 +22,8 @@ from django.db import DatabaseError, connection
 from compaction.summarizers.base import SummaryRequest
 from sessions_app.models import Compaction, CompactionJob, CompactionProfile, Session
 from sessions_app.services import writeback
-from sessions_app.services.compacting import compact_session
 from sessions_app.services.jobs import MAX_ATTEMPTS, enqueue_compaction, run_job
+from sessions_app.services.session_compaction import compact_session
 from sessions_app.services.sessions import create_session
 from tests.support.fake_anthropic import FakeAnthropic, Reply
 from tests.support.histories import synthetic_history

@@ -73,8 +73,8 @@ def _keys(bucket: Any) -> list[str]:
 def test_compaction_archive_offload_and_revert_work_on_s3(s3_storage: Any, db: Any) -> None:
     from django.contrib.auth import get_user_model
 
-    from sessions_app.services.compacting import compact_session, revert_compaction
     from sessions_app.services.offloading import blob_store_for, offload_session
+    from sessions_app.services.session_compaction import compact_session, revert_compaction
     from sessions_app.services.sessions import create_session, delete_session
     from tests.support.histories import exchange, synthetic_history
 
@@ -92,7 +92,7 @@ def test_compaction_archive_offload_and_revert_work_on_s3(s3_storage: Any, db: A
     before_compaction = context_fingerprint(session)
     outcome = compact_session(session, trigger="manual")
 
-    assert offloaded["offloaded_count"] == 1
+    assert offloaded.offloaded_count == 1
     assert blob_store_for(session).read("tool-result-toolu_big.md").decode() == big
     assert outcome.compaction is not None
     assert outcome.compacted

@@ -19,9 +19,9 @@ from django.test import Client
 
 from compaction.summarizers.scripted import ScriptedSummarizer
 from sessions_app.models import ApiKey, Compaction, CompactionJob, Session
-from sessions_app.services.compacting import compact_session
 from sessions_app.services.jobs import enqueue_compaction
 from sessions_app.services.offloading import offload_session
+from sessions_app.services.session_compaction import compact_session
 from sessions_app.services.sessions import create_session
 from tests.support.histories import exchange, synthetic_history
 
@@ -109,7 +109,7 @@ def world(db: Any, data_dir: Path, settings: Any) -> World:
     ]
     session = create_session(alice, title="alice's session", messages=history, context_limit=2000)
     offloaded = offload_session(session, min_chars=len(BIG_RESULT) - 1)
-    assert offloaded["offloaded_count"] == 1
+    assert offloaded.offloaded_count == 1
     outcome = compact_session(session, trigger="manual")
     assert outcome.compaction is not None
     assert outcome.compacted

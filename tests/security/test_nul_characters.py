@@ -18,7 +18,7 @@ from compaction.summarizers.scripted import ScriptedSummarizer
 from sessions_app.importers import parse_text
 from sessions_app.models import Compaction, Message, Session
 from sessions_app.nul import first_nul_path
-from sessions_app.services.compacting import compact_session
+from sessions_app.services.session_compaction import compact_session
 
 from .conftest import World
 

@@ -19,7 +19,7 @@ from django.test import Client
 
 from compaction.summarizers.scripted import ScriptedSummarizer
 from sessions_app.models import Compaction, CompactionProfile, Session
-from sessions_app.services.compacting import compact_session
+from sessions_app.services.session_compaction import compact_session
 from sessions_app.services.sessions import append_messages, create_session
 from tests.support.histories import assistant, exchange, synthetic_history, user
 

@@ -16,7 +16,7 @@ from compaction.summarizers.scripted import ScriptedSummarizer
 from sessions_app.admin import CompactionProfileForm
 from sessions_app.models import ApiKey, Compaction, CompactionProfile, SummarizerConfig
 from sessions_app.services.auto import prepare_context
-from sessions_app.services.compacting import compact_session
+from sessions_app.services.session_compaction import compact_session
 from tests.sessions_app.conftest import JsonClient
 from tests.support.histories import assistant, user
 
@@ -88,16 +88,16 @@ def test_a_profile_change_in_the_admin_applies_to_the_next_compaction(
     scripted(default="summary")
     profile = make_profile(keep_recent_messages=4, steps=["summary"])
     session = make_session(messages=conversation(12), profile=profile)  # 200K tokens: far under
-    assert prepare_context(session)["skipped"] == "below_threshold"
+    assert prepare_context(session).skipped == "below_threshold"
     response = admin_client.post(
         f"/admin/sessions_app/compactionprofile/{profile.pk}/change/",
         form_data(profile, context_limit=2500),
     )
     assert response.status_code == 302, response.content.decode()[:2000]
     payload = prepare_context(session)
-    assert payload["compaction"] is not None
-    assert payload["compaction"]["trigger"] == "auto"
-    assert payload["limit"] == 2500
+    assert payload.compaction is not None
+    assert payload.compaction.trigger == "auto"
+    assert payload.limit == 2500
 
 
 def test_an_invalid_admin_change_is_refused(admin_client: Client, make_profile: Any) -> None:

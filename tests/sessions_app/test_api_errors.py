@@ -15,8 +15,18 @@ from typing import Any
 import pytest
 from django.db import IntegrityError, InterfaceError, OperationalError
 
+from compaction import BlobStoreError, InvalidMessagesError, PolicyError
+from compaction import Problem as EngineProblem
 from sessions_app.api.throttling import SummarizerThrottle
 from sessions_app.models import Session
+from sessions_app.services.errors import (
+    Conflict,
+    InvalidInput,
+    InvariantError,
+    NotFound,
+    Problem,
+    Unavailable,
+)
 from tests.sessions_app.conftest import JsonClient
 
 pytestmark = pytest.mark.django_db
@@ -192,3 +202,102 @@ def test_the_usual_errors_are_json(
     assert _json(browser.post("/api/sessions", {"title": "x"}), 403)  # no CSRF token
     assert _json(api_client.get("/api/sessions/00000000-0000-0000-0000-000000000000"), 404)
     assert _json(api_client.post("/api/sessions", {"context_limit": -1}), 422)
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "detail"),
+    [
+        pytest.param(
+            InvalidInput([Problem("messages[2].content", "bad"), Problem("title", "long")]),
+            422,
+            [
+                {"path": "messages[2].content", "message": "bad"},
+                {"path": "title", "message": "long"},
+            ],
+            id="invalid-input",
+        ),
+        pytest.param(NotFound("no such thing"), 404, "no such thing", id="not-found"),
+        pytest.param(Conflict("changed meanwhile"), 409, "changed meanwhile", id="conflict"),
+        pytest.param(Unavailable("model down", retry_after=17), 503, "model down", id="503"),
+    ],
+)
+def test_the_service_error_tree_is_mapped_once(
+    api_client: JsonClient,
+    monkeypatch: pytest.MonkeyPatch,
+    error: Exception,
+    status: int,
+    detail: Any,
+) -> None:
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise error
+
+    monkeypatch.setattr("sessions_app.api.sessions.create_session", fail)
+
+    response = api_client.post("/api/sessions", {"title": "x"})
+
+    assert _json(response, status)["detail"] == detail
+    if status == 503:
+        assert response["Retry-After"] == "17"
+
+
+def test_a_conflict_naming_a_blocker_says_revert_first(
+    api_client: JsonClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise Conflict("revert #2 first", blocking=2)
+
+    monkeypatch.setattr("sessions_app.api.sessions.create_session", fail)
+
+    response = api_client.post("/api/sessions", {"title": "x"})
+
+    assert _json(response, 409) == {"detail": "revert #2 first", "revert_first": 2}
+
+
+def test_a_broken_invariant_is_a_500_never_a_422(
+    api_client: JsonClient, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise InvariantError("the engine reordered or repeated context entries")
+
+    monkeypatch.setattr("sessions_app.api.sessions.create_session", fail)
+
+    with caplog.at_level(logging.ERROR, logger="sessions_app"):
+        response = api_client.post("/api/sessions", {"title": "x"})
+
+    assert _json(response, 500)["detail"] == "internal server error"
+    assert "reordered" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("engine", "status", "detail"),
+    [
+        pytest.param(
+            PolicyError("cursor", "is not a cursor this API issued"),
+            422,
+            [{"path": "cursor", "message": "is not a cursor this API issued"}],
+            id="policy",
+        ),
+        pytest.param(
+            InvalidMessagesError([EngineProblem("messages[0].role", "unknown role")]),
+            422,
+            [{"path": "messages[0].role", "message": "unknown role"}],
+            id="messages",
+        ),
+        pytest.param(
+            BlobStoreError("disk full"), 503, "storage unavailable: disk full", id="storage"
+        ),
+    ],
+)
+def test_an_engine_error_from_a_router_is_translated_like_a_service_error(
+    api_client: JsonClient,
+    monkeypatch: pytest.MonkeyPatch,
+    engine: Exception,
+    status: int,
+    detail: Any,
+) -> None:
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise engine
+
+    monkeypatch.setattr("sessions_app.api.sessions.create_session", fail)
+
+    assert _json(api_client.post("/api/sessions", {"title": "x"}), status)["detail"] == detail

@@ -8,7 +8,7 @@ import pytest
 
 from compaction.summarizers.scripted import ScriptedSummarizer
 from sessions_app.models import CompactionJob, Message, Session
-from sessions_app.services.compacting import compact_session
+from sessions_app.services.session_compaction import compact_session
 from sessions_app.services.sessions import append_messages
 from tests.sessions_app.conftest import JsonClient
 from tests.support.histories import assistant, tool_call, tool_results, user

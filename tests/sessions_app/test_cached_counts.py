@@ -15,7 +15,7 @@ import tiktoken
 
 from compaction.summarizers.scripted import ScriptedSummarizer
 from compaction.tokens import _message_pieces
-from sessions_app.services.compacting import compact_session
+from sessions_app.services.session_compaction import compact_session
 from tests.support.histories import synthetic_history
 
 pytestmark = pytest.mark.django_db

@@ -13,9 +13,9 @@ from compaction.validation import validate_messages
 from sessions_app.importers import TranscriptError
 from sessions_app.importing import import_file
 from sessions_app.models import Compaction, ContextEntry, Message, Session
-from sessions_app.services.compacting import compact_session
 from sessions_app.services.context import runtime_messages
 from sessions_app.services.reverting import revert_compaction
+from sessions_app.services.session_compaction import compact_session
 from sessions_app.services.writeback import refresh_session_totals
 from tests.sessions_app import samples
 from tests.sessions_app.samples import EXPECTED, WORKTREES

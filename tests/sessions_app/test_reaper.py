@@ -20,7 +20,8 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from sessions_app.models import CompactionJob, Session
-from sessions_app.services.jobs import enqueue_compaction, reap_stale_jobs
+from sessions_app.services.jobs import enqueue_compaction
+from sessions_app.services.reaper import reap_stale_jobs
 from tests.sessions_app.reaper_scenario import MARKER
 from tests.support import postgres
 

@@ -11,7 +11,6 @@ from compaction import count_tokens
 from compaction.messages import is_summary_message
 from compaction.summarizers.scripted import ScriptedSummarizer
 from sessions_app.models import ContextEntry, Session
-from sessions_app.services.compacting import compact_session
 from sessions_app.services.context import (
     check,
     context_json,
@@ -19,6 +18,7 @@ from sessions_app.services.context import (
     runtime_messages,
 )
 from sessions_app.services.offloading import offload_session
+from sessions_app.services.session_compaction import compact_session
 from tests.support.histories import assistant, tool_call, tool_results, user
 
 pytestmark = pytest.mark.django_db

@@ -18,11 +18,11 @@ from django.test.utils import CaptureQueriesContext
 from compaction.summarizers.scripted import ScriptedSummarizer
 from sessions_app.models import Session
 from sessions_app.services import context_text as context_text_module
-from sessions_app.services.compacting import compact_session
 from sessions_app.services.context import Format, context_body, context_payload
 from sessions_app.services.context_text import clear_cache
 from sessions_app.services.offloading import offload_session
 from sessions_app.services.reverting import revert_compaction
+from sessions_app.services.session_compaction import compact_session
 from sessions_app.services.sessions import append_messages
 from tests.support.histories import assistant, exchange, user
 
@@ -128,7 +128,7 @@ def test_a_revert_invalidates_the_cached_context(session: Session, fmt: Format) 
 def test_an_offload_invalidates_the_cached_context(make_session: Any, fmt: Format) -> None:
     session = make_session(messages=[user("go"), *exchange("t1", result=BIG), assistant("ok")])
     before = context_body(session, fmt)
-    assert offload_session(session)["offloaded_count"] == 1
+    assert offload_session(session).offloaded_count == 1
 
     after = context_body(session, fmt)
 

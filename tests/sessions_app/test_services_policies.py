@@ -86,7 +86,7 @@ def test_anthropic_without_a_model_is_invalid_input(settings: Any, make_profile:
 def test_an_api_compaction_through_the_anthropic_summarizer(
     settings: Any, make_session: Any, make_profile: Any, conversation: Any
 ) -> None:
-    from sessions_app.services.compacting import compact_session
+    from sessions_app.services.session_compaction import compact_session
     from tests.support.fake_anthropic import FakeAnthropic, Reply
 
     with FakeAnthropic() as fake:
@@ -301,7 +301,7 @@ def test_a_custom_class_that_stopped_working_is_unavailable(
 def test_a_missing_key_stops_a_compaction_before_anything_is_written(
     make_session: Any, make_profile: Any, conversation: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sessions_app.services.compacting import compact_session
+    from sessions_app.services.session_compaction import compact_session
 
     monkeypatch.delenv("FAST_KEY", raising=False)
     profile = configured(make_profile, provider="openai", model="m", api_key_env="FAST_KEY")
@@ -318,7 +318,7 @@ def test_a_compaction_through_an_openai_config_and_the_real_sdk(
     conversation: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from sessions_app.services.compacting import compact_session
+    from sessions_app.services.session_compaction import compact_session
     from tests.support.fake_openai import ChatReply
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

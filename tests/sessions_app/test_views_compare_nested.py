@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from compaction.summarizers.scripted import ScriptedSummarizer
 from sessions_app.models import Compaction, Session
-from sessions_app.services.compacting import compact_session
+from sessions_app.services.session_compaction import compact_session
 from sessions_app.services.sessions import append_messages, create_session
 from sessions_app.viewmodels.blocks import TEXT_PREVIEW_CHARS
 from tests.support.histories import synthetic_history

@@ -240,7 +240,7 @@ def test_offloaded_results_link_to_their_content(logged_in: Client, user: Any) -
         ],
     )
     result = offload_session(session, min_chars=100)
-    assert result["offloaded_count"] == 1
+    assert result.offloaded_count == 1
     compare = logged_in.get(
         reverse("ui:tab", args=[session.pk, "compare"]), HTTP_HX_REQUEST="true"
     ).content.decode()

@@ -1,4 +1,9 @@
-"""`manage.py compact SESSION`: compact a stored session's runtime context now."""
+"""`manage.py compact SESSION`: compact a stored session's runtime context now.
+
+The command-line face of sessions_app/services/session_compaction.py (the same run as the
+web page's "Compact now" and `POST /api/sessions/{id}/compactions`); the stateless
+`POST /api/compact` is sessions_app/api/stateless_compact.py.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from compaction import PolicyError
-
-from ...services.compacting import compact_session
+from ...services.errors import ServiceError
+from ...services.session_compaction import compact_session
 from ..cli import resolve_session
 
 
@@ -34,7 +38,7 @@ class Command(BaseCommand):
                 instructions=options["instructions"],
                 dry_run=options["dry_run"],
             )
-        except PolicyError as error:
+        except ServiceError as error:
             raise CommandError(str(error)) from error
         result = outcome.result
         stats = result.stats if result is not None else None

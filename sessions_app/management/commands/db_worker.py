@@ -6,7 +6,7 @@ reaper of lost compaction jobs and a heartbeat.
   and goes back to claiming jobs once `SELECT 1` answers (docs/deployment.md, faults).
 - The reaper runs once when the worker starts and then every CTXWEB_REAPER_INTERVAL_SECONDS
   (default 30) in a daemon thread, so a job whose worker was killed mid-run is failed and
-  queued again (see sessions_app.services.jobs.reap_stale_jobs).
+  queued again (see sessions_app.services.reaper.reap_stale_jobs).
 - A heartbeat (sessions_app.services.heartbeat) is written every
   CTXWEB_JOB_HEARTBEAT_SECONDS, for `GET /api/health`.
 
@@ -32,7 +32,8 @@ from django_tasks_db.management.commands.db_worker import Command as DbWorkerCom
 from django_tasks_db.management.commands.db_worker import Worker
 
 from sessions_app.services.heartbeat import HeartbeatWriter
-from sessions_app.services.jobs import heartbeat_seconds, reap_stale_jobs
+from sessions_app.services.jobs import heartbeat_seconds
+from sessions_app.services.reaper import reap_stale_jobs
 
 logger = logging.getLogger("sessions_app")
 

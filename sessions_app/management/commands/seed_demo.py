@@ -23,9 +23,9 @@ from ...demo.synthetic import TITLE, agent_rounds
 from ...importers import TranscriptError
 from ...importing import import_file
 from ...models import Compaction, CompactionProfile, Session
-from ...services.compacting import compact_session
 from ...services.context import check
 from ...services.policies import default_profile
+from ...services.session_compaction import compact_session
 from ...services.sessions import append_messages, create_session
 from ..cli import transcript_files
 

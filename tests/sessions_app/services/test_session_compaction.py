@@ -1,4 +1,4 @@
-"""sessions_app.services.compacting: commit, archive, parents, dry run, failures, revert."""
+"""sessions_app.services.session_compaction: commit, archive, parents, dry run, failures, revert."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from compaction import SummaryError, validate_messages
 from compaction.messages import is_summary_message, message_text
 from compaction.summarizers.scripted import ScriptedSummarizer
 from sessions_app.models import Compaction, ContextEntry, Message, Session
-from sessions_app.services.compacting import compact_session
 from sessions_app.services.context import runtime_messages
-from sessions_app.services.errors import Conflict
+from sessions_app.services.errors import Conflict, NotFound
 from sessions_app.services.reverting import revert_compaction
+from sessions_app.services.session_compaction import compact_session
 
 pytestmark = pytest.mark.django_db
 
@@ -172,13 +172,14 @@ def test_dry_run_returns_the_preview_and_stores_nothing(session: Session) -> Non
     assert outcome.compacted
     preview = outcome.preview
     assert preview is not None
-    parts = preview["partition"]
+    parts = preview.partition
+    assert parts is not None
     assert parts["head"]["messages"] == 1
     total = sum(parts[p]["messages"] for p in ("head", "middle", "tail"))
     assert total == before["totals"]["context_entry_count"]
-    assert preview["summary"] == SUMMARY
-    assert preview["tokens_before"] == before["totals"]["context_tokens"]
-    assert preview["predicted_tokens_after"] < preview["tokens_before"]
+    assert preview.summary == SUMMARY
+    assert preview.tokens_before == before["totals"]["context_tokens"]
+    assert preview.predicted_tokens_after < preview.tokens_before
     assert state(session) == before
     assert not Compaction.objects.exists()
 
@@ -290,7 +291,7 @@ def test_reverting_a_reverted_or_failed_compaction_conflicts(session: Session) -
     revert_compaction(session, compaction.number)
     with pytest.raises(Conflict):
         revert_compaction(session, compaction.number)
-    with pytest.raises(Compaction.DoesNotExist):
+    with pytest.raises(NotFound):
         revert_compaction(session, 99)
 
 

@@ -8,9 +8,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from compaction import InvalidMessagesError, PolicyError, message_token_counts
+from compaction import message_token_counts
 from sessions_app.models import ContextEntry, Message, Session
-from sessions_app.services.errors import VersionConflict
+from sessions_app.services.errors import InvalidInput, VersionConflict
 from sessions_app.services.sessions import (
     append_messages,
     create_session,
@@ -54,17 +54,17 @@ def test_invalid_messages_raise_with_paths_relative_to_the_request_and_store_not
         tool_call("t1"),
         {"role": "user", "content": [{"type": "tool_result", "content": "x"}]},
     ]
-    with pytest.raises(InvalidMessagesError) as info:
+    with pytest.raises(InvalidInput) as info:
         create_session(user, system="s", messages=bad)
     paths = [p.path for p in info.value.problems]
     assert "messages[2].content[0].tool_use_id" in paths
     assert not Session.objects.exists()
 
 
-def test_unknown_profile_is_a_policy_error_on_profile(user: Any) -> None:
-    with pytest.raises(PolicyError) as info:
+def test_unknown_profile_is_invalid_input_on_profile(user: Any) -> None:
+    with pytest.raises(InvalidInput) as info:
         create_session(user, profile="nope")
-    assert info.value.field == "profile"
+    assert info.value.first.path == "profile"
 
 
 def test_append_accepts_the_answer_to_a_pending_tool_call(user: Any) -> None:
@@ -87,7 +87,7 @@ def test_append_after_a_stored_tool_result_accepts_the_next_turn(user: Any) -> N
 
 def test_append_refuses_a_message_that_ignores_the_pending_tool_call(user: Any) -> None:
     session = create_session(user, messages=[user_msg("read it"), tool_call("t1")])
-    with pytest.raises(InvalidMessagesError) as info:
+    with pytest.raises(InvalidInput) as info:
         append_messages(session, [user_msg("something else")])
     assert info.value.problems[0].path == "messages[0]"
     assert "t1" in info.value.problems[0].message
@@ -99,7 +99,7 @@ def test_append_refuses_a_message_that_ignores_the_pending_tool_call(user: Any) 
 def test_append_reports_block_paths_relative_to_the_appended_list(user: Any) -> None:
     session = create_session(user, messages=[user_msg("hi"), assistant("hello")])
     bad = [{"role": "user", "content": [{"type": "text", "text": "ok"}, {"type": "bogus"}]}]
-    with pytest.raises(InvalidMessagesError) as info:
+    with pytest.raises(InvalidInput) as info:
         append_messages(session, bad)
     assert info.value.problems[0].path == "messages[0].content[1].type"
 

@@ -14,7 +14,6 @@ from django_tasks_db.models import DBTaskResult
 from compaction import CompactionEvent, SummaryError
 from sessions_app.models import CompactionJob, Session
 from sessions_app.services import writeback
-from sessions_app.services.compacting import compact_session
 from sessions_app.services.errors import Conflict
 from sessions_app.services.jobs import (
     MAX_ATTEMPTS,
@@ -22,9 +21,10 @@ from sessions_app.services.jobs import (
     _EventRecorder,
     enqueue_compaction,
     queue_compaction,
+    run_compaction_job,
     run_job,
 )
-from sessions_app.tasks import run_compaction_job
+from sessions_app.services.session_compaction import compact_session
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def test_enqueue_creates_the_job_and_its_task(session: Session) -> None:
     }
     task = DBTaskResult.objects.get(id=job.task_id)
     assert task.status == "READY"
-    assert task.task_path == "sessions_app.tasks.run_compaction_job"
+    assert task.task_path == "sessions_app.services.jobs.run_compaction_job"
     assert task.args_kwargs["args"] == [str(job.pk)]
 
 
@@ -87,11 +87,11 @@ def test_an_unexpected_error_fails_the_job(session: Session, monkeypatch: Any) -
     def explode(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("sessions_app.services.compacting.compact_messages", explode)
+    monkeypatch.setattr("sessions_app.services.session_compaction.compact_messages", explode)
     job = enqueue_compaction(session, params={})
     outcome = run_job(str(job.pk))
     job.refresh_from_db()
-    assert outcome["status"] == "failed"
+    assert outcome.status == "failed"
     assert job.status == "failed"
     assert "RuntimeError: boom" in job.error
 
@@ -100,7 +100,7 @@ def test_an_unexpected_error_fails_the_job(session: Session, monkeypatch: Any) -
 def test_a_job_that_is_not_queued_is_skipped(session: Session) -> None:
     job = enqueue_compaction(session, params={})
     CompactionJob.objects.filter(pk=job.pk).update(status="succeeded")
-    assert run_job(str(job.pk))["skipped"] is True
+    assert run_job(str(job.pk)).skipped is True
 
 
 @pytest.mark.django_db(transaction=True)
@@ -133,8 +133,8 @@ def test_a_conflict_queues_the_job_again_after_the_retry_delay(
     result = run_job(str(job.pk))
 
     job.refresh_from_db()
-    assert result["status"] == "queued"
-    assert result["retry"] == "conflict"
+    assert result.status == "queued"
+    assert result.retry == "conflict"
     assert (job.status, job.phase, job.attempts) == ("queued", "requeued", 1)
     assert job.task_id != first_task
     assert job.events[-1]["phase"] == "retry"
@@ -174,7 +174,7 @@ def test_a_retryable_failure_on_the_last_attempt_fails_the_job(
     result = run_job(str(job.pk))  # attempt 2: the last
 
     job.refresh_from_db()
-    assert result["status"] == "failed"
+    assert result.status == "failed"
     assert (job.status, job.attempts, job.task_id) == ("failed", MAX_ATTEMPTS, task_id)
     assert job.error.startswith("conflict: another compaction committed first")
     assert "not retried again" in job.error
@@ -268,7 +268,7 @@ def test_a_run_whose_job_was_reaped_and_requeued_does_not_overwrite_it(
     monkeypatch.setattr("sessions_app.services.jobs.compact_session", reaped_meanwhile)
     result = run_job(str(job.pk))
     job.refresh_from_db()
-    assert result["status"] == "lost"
+    assert result.status == "lost"
     assert (job.status, job.phase, job.events) == ("queued", "requeued", [])
     assert job.error == "worker lost during attempt 1"
     assert job.finished_at is None
@@ -285,3 +285,10 @@ def test_events_of_a_run_that_lost_its_job_are_not_written(session: Session) -> 
     assert job.events == []
     assert job.phase == "queued"
     assert recorder.lost
+
+
+def test_tasks_queued_under_the_old_path_still_find_the_task() -> None:
+    """Task rows stored before the task moved beside its job logic name sessions_app.tasks."""
+    from django.utils.module_loading import import_string
+
+    assert import_string("sessions_app.tasks.run_compaction_job") is run_compaction_job

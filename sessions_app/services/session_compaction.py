@@ -11,14 +11,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from django.db import DatabaseError
 
 from compaction import (
     NOT_NEEDED,
-    ArchiveError,
     CallerSummary,
     CompactionError,
     CompactionEvent,
@@ -34,12 +33,15 @@ from compaction import (
 from ..models import Compaction, CompactionProfile, Session
 from ..nul import strip_nul
 from ..storage import BLOB_PREFIX, DjangoStorageBlobStore
+from .archives import ArchiveUnavailable
+from .entries import ENTRY_KEY
+from .errors import InvalidInput, ServiceError, engine_error
 from .policies import policy_for, profile_for, summarizer_for, summary_model
 from .reverting import revert_compaction
 from .sessions import refresh_totals
 from .writeback import CommitMeta, ContextSnapshot, commit_context, record_failure, take_snapshot
 
-__all__ = ["CompactionOutcome", "compact_session", "revert_compaction"]
+__all__ = ["CompactionOutcome", "CompactionPreview", "compact_session", "revert_compaction"]
 
 logger = logging.getLogger("sessions_app")
 
@@ -47,7 +49,32 @@ logger = logging.getLogger("sessions_app")
 CALLER_SUMMARIZER = "caller"
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
+class CompactionPreview:
+    """A dry run: what a compaction would do now; nothing is stored.
+
+    `partition` gives `{messages, tokens}` of the head, middle (summarized) and tail;
+    `middle_entry_ids` are the context entries the summary would replace.
+    """
+
+    partition: dict[str, dict[str, int]] | None
+    tokens_before: int
+    predicted_tokens_after: int
+    messages_before: int
+    predicted_messages_after: int
+    summary: str | None
+    summarizer: str | None
+    middle_entry_ids: tuple[int, ...]
+    steps: tuple[dict[str, Any], ...]
+    compacted: bool
+    reason: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The preview as the API answers it."""
+        return {**asdict(self), "middle_entry_ids": list(self.middle_entry_ids)}
+
+
+@dataclass(frozen=True)
 class CompactionOutcome:
     """What `compact_session` did: the Compaction row (None when nothing was stored)."""
 
@@ -55,7 +82,7 @@ class CompactionOutcome:
     result: CompactResult | None
     dry_run: bool = False
     reason: str | None = None
-    preview: dict[str, Any] | None = None
+    preview: CompactionPreview | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -88,17 +115,41 @@ def compact_session(
     `summary`: a caller-written summary replaces the middle (no summarizer call).
     `dry_run`: run the engine and return the preview; store nothing. `force` (default: not
     for `auto`) compacts even under the threshold. Raises Conflict when another change to
-    the same entries committed first; an engine, archive or database failure is recorded
-    as a failed Compaction row and leaves the context exactly as it was.
+    the same entries committed first, InvalidInput for an empty summary or a bad profile,
+    Unavailable when the offload storage fails; a summary, archive or database failure is
+    recorded as a failed Compaction row and leaves the context exactly as it was.
     """
-    chosen = profile if isinstance(profile, CompactionProfile) else profile_for(session, profile)
-    policy = policy_for(session, chosen)
-    if summary is not None:
-        if not summary.strip():
-            raise CompactionError("summary must not be empty")
-        policy = policy.replace(steps=("summary",))
-        summarizer = CallerSummary(summary.strip(), name=CALLER_SUMMARIZER)
-    summarizer = summarizer or summarizer_for(chosen)
+    try:
+        return _compact(
+            session,
+            trigger=trigger,
+            profile=profile,
+            instructions=instructions,
+            summary=summary,
+            dry_run=dry_run,
+            summarizer=summarizer,
+            on_event=on_event,
+            force=force,
+        )
+    except ServiceError:
+        raise  # already the service's own (a profile error may also be a PolicyError)
+    except CompactionError as error:
+        raise engine_error(error) from error
+
+
+def _compact(
+    session: Session,
+    *,
+    trigger: str,
+    profile: CompactionProfile | str | None,
+    instructions: str | None,
+    summary: str | None,
+    dry_run: bool,
+    summarizer: Summarizer | None,
+    on_event: EventHandler | None,
+    force: bool | None,
+) -> CompactionOutcome:
+    chosen, policy, summarizer = _setup(session, profile, summary, summarizer)
     if force is None:
         force = trigger != Compaction.Trigger.AUTO
     events: list[dict[str, Any]] = []
@@ -138,6 +189,23 @@ def compact_session(
     return outcome
 
 
+def _setup(
+    session: Session,
+    profile: CompactionProfile | str | None,
+    summary: str | None,
+    summarizer: Summarizer | None,
+) -> tuple[CompactionProfile, Policy, Summarizer]:
+    """The profile, policy and summarizer of a run (a caller-written summary: its own)."""
+    chosen = profile if isinstance(profile, CompactionProfile) else profile_for(session, profile)
+    policy = policy_for(session, chosen)
+    if summary is not None:
+        if not summary.strip():
+            raise InvalidInput.field("summary", "must not be empty")
+        policy = policy.replace(steps=("summary",))
+        summarizer = CallerSummary(summary.strip(), name=CALLER_SUMMARIZER)
+    return chosen, policy, summarizer or summarizer_for(chosen)
+
+
 def _commit(
     session: Session,
     snapshot: ContextSnapshot,
@@ -147,7 +215,7 @@ def _commit(
 ) -> CompactionOutcome:
     try:
         compaction = commit_context(snapshot, result.messages, meta)
-    except ArchiveError as error:
+    except ArchiveUnavailable as error:
         return _failed(session, snapshot, result, meta, events, "archive_error", error)
     except DatabaseError as error:
         return _failed(session, snapshot, result, meta, events, "database_error", error)
@@ -254,7 +322,7 @@ def _step_dict(report: Any) -> dict[str, Any]:
     }
 
 
-def _preview(snapshot: ContextSnapshot, result: CompactResult, policy: Policy) -> dict[str, Any]:
+def _preview(snapshot: ContextSnapshot, result: CompactResult, policy: Policy) -> CompactionPreview:
     """Dry-run data: partition counts, predicted tokens and the summary that would be used."""
     parts: dict[str, Any] = {}
     if result.partition is not None:
@@ -263,23 +331,23 @@ def _preview(snapshot: ContextSnapshot, result: CompactResult, policy: Policy) -
             tokens = message_token_counts(messages, policy.encoding) if messages else []
             parts[name] = {"messages": len(messages), "tokens": sum(tokens)}
     middle = result.partition.middle if result.partition is not None else []
-    return {
-        "partition": parts or None,
-        "tokens_before": snapshot.tokens,
-        "predicted_tokens_after": (
+    return CompactionPreview(
+        partition=parts or None,
+        tokens_before=snapshot.tokens,
+        predicted_tokens_after=(
             result.stats.compacted_token_count + snapshot.pending_tokens
             if result.compacted
             else snapshot.tokens
         ),
-        "messages_before": len(snapshot.entries) + len(snapshot.pending),
-        "predicted_messages_after": len(result.messages) + len(snapshot.pending),
-        "summary": result.summary,
-        "summarizer": result.summarizer,
-        "middle_entry_ids": [m.get("ctxweb_entry") for m in middle if m.get("ctxweb_entry")],
-        "steps": [_step_dict(report) for report in result.steps],
-        "compacted": result.compacted,
-        "reason": result.reason,
-    }
+        messages_before=len(snapshot.entries) + len(snapshot.pending),
+        predicted_messages_after=len(result.messages) + len(snapshot.pending),
+        summary=result.summary,
+        summarizer=result.summarizer,
+        middle_entry_ids=tuple(m[ENTRY_KEY] for m in middle if m.get(ENTRY_KEY)),
+        steps=tuple(_step_dict(report) for report in result.steps),
+        compacted=result.compacted,
+        reason=result.reason,
+    )
 
 
 def _log_fields(session: Session, meta: CommitMeta, **fields: Any) -> dict[str, Any]:

@@ -12,9 +12,9 @@ from django.db import connection
 from compaction.messages import is_summary_message
 from compaction.summarizers.base import SummaryRequest
 from sessions_app.models import Compaction, Session
-from sessions_app.services.compacting import CompactionOutcome, compact_session
 from sessions_app.services.context import runtime_messages
 from sessions_app.services.errors import Conflict
+from sessions_app.services.session_compaction import CompactionOutcome, compact_session
 from sessions_app.services.sessions import append_messages
 from tests.support.histories import assistant, user
 

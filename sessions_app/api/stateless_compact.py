@@ -1,4 +1,6 @@
-"""`POST /api/compact`: stateless compaction; messages in, compacted messages out."""
+"""`POST /api/compact`: stateless compaction, nothing stored; messages in, compacted messages out.
+
+Not to be confused with `session_compactions` (compacting a stored session)."""
 
 from __future__ import annotations
 
@@ -7,9 +9,17 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Router
 
-from compaction import CompactOptions, Policy, PolicyError, compact_messages, count_tokens
+from compaction import (
+    CompactionError,
+    CompactOptions,
+    Policy,
+    PolicyError,
+    compact_messages,
+    count_tokens,
+)
 
 from ..services.context import system_text
+from ..services.errors import InvalidInput, engine_error
 from ..services.policies import profile_for, summarizer_for
 from ..services.sessions import system_message
 from .common import errors
@@ -37,7 +47,10 @@ def compact(request: HttpRequest, payload: StatelessCompactIn) -> dict[str, Any]
         force=payload.force,
         trigger="api",
     )
-    result = compact_messages(messages, policy, options=options)
+    try:
+        result = compact_messages(messages, policy, options=options)
+    except CompactionError as error:  # invalid messages: each problem's path
+        raise engine_error(error) from error
     head = 0
     while head < len(result.messages) and result.messages[head].get("role") == "system":
         head += 1
@@ -73,9 +86,9 @@ def _policy(base: Policy, overrides: dict[str, Any] | None) -> Policy:
     try:
         return Policy.from_dict({**base.to_dict(), **overrides})
     except PolicyError as error:
-        raise PolicyError(f"policy.{error.field}", str(error).split(": ", 1)[-1]) from None
+        raise InvalidInput.field(f"policy.{error.field}", str(error).split(": ", 1)[-1]) from None
     except (TypeError, ValueError, ArithmeticError) as error:
         # A value of the wrong kind (a string, a list) that the policy's own checks did not
         # name: blame the one override that was given, or the policy as a whole.
         field = f"policy.{next(iter(overrides))}" if len(overrides) == 1 else "policy"
-        raise PolicyError(field, str(error) or type(error).__name__) from None
+        raise InvalidInput.field(field, str(error) or type(error).__name__) from None

@@ -9,10 +9,11 @@ from ninja import Query, Router, Schema
 from pydantic import Field
 
 from ..models import Compaction
-from ..services.compacting import CompactionOutcome, compact_session
+from ..services.archives import read_archive
 from ..services.jobs import enqueue_compaction
 from ..services.policies import profile_for
-from ..services.reverting import read_archive, revert_compaction
+from ..services.reverting import revert_compaction
+from ..services.session_compaction import CompactionOutcome, compact_session
 from .common import errors, owned_session
 from .pagination import InvalidCursor, decode_cursor, encode_cursor, page_limit
 from .schemas import (
@@ -83,7 +84,7 @@ def outcome_dict(outcome: CompactionOutcome) -> dict[str, Any]:
         "compacted": outcome.compacted,
         "dry_run": outcome.dry_run,
         "reason": outcome.reason,
-        "preview": outcome.preview,
+        "preview": outcome.preview.to_dict() if outcome.preview else None,
         "number": stored["number"] if stored else None,
         "parent": stored["parent"] if stored else None,
         "status": stored["status"] if stored else None,
@@ -125,12 +126,12 @@ def read_compaction(request: HttpRequest, session_id: str, number: int) -> dict[
     """One compaction point with its archived originals (the exact entries it replaced)."""
     compaction = _compaction(request, session_id, number)
     data = compaction_dicts([compaction])[0]
-    document = read_archive(compaction) if compaction.archive else {}
+    archive = read_archive(compaction) if compaction.archive else None
     return {
         **data,
         "details": compaction.details,
-        "originals": document.get("entries", []),
-        "transformed": document.get("transformed", []),
+        "originals": [e.to_dict() for e in archive.entries] if archive else [],
+        "transformed": [e.to_dict() for e in archive.transformed] if archive else [],
     }
 
 

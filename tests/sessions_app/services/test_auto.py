@@ -10,16 +10,11 @@ import pytest
 from compaction import SummaryError
 from compaction.messages import is_summary_message
 from sessions_app.models import Compaction, CompactionJob, CompactionProfile, Session
-from sessions_app.services.auto import (
-    in_cooldown,
-    note_outcome,
-    post_call_check,
-    prepare_context,
-    usage_tokens,
-)
-from sessions_app.services.compacting import CompactionOutcome
+from sessions_app.services.auto import post_call_check, prepare_context, usage_tokens
 from sessions_app.services.context import runtime_messages
+from sessions_app.services.cooldown import in_cooldown, note_outcome
 from sessions_app.services.jobs import run_job
+from sessions_app.services.session_compaction import CompactionOutcome
 from tests.support.histories import assistant, user
 
 pytestmark = pytest.mark.django_db
@@ -50,9 +45,9 @@ def test_under_the_threshold_nothing_is_compacted(
     summarizer = scripted(default="unused")
     session = make_session(messages=[user("hi")], profile=profile)
     payload = prepare_context(session)
-    assert payload["compaction"] is None
-    assert payload["skipped"] == "below_threshold"
-    assert payload["messages"] == [{"role": "user", "content": "hi"}]
+    assert payload.compaction is None
+    assert payload.skipped == "below_threshold"
+    assert payload.messages == [{"role": "user", "content": "hi"}]
     assert summarizer.requests == []
 
 
@@ -63,11 +58,12 @@ def test_over_the_threshold_it_compacts_first_then_returns_the_context(
     session = big_session(make_session, profile, conversation)
     before = session.context_tokens
     payload = prepare_context(session)
-    assert payload["compaction"]["trigger"] == "auto"
-    assert payload["compaction"]["status"] == "succeeded"
-    assert payload["tokens"] < before
-    assert any("keep going" in str(m["content"]) for m in payload["messages"])
-    assert set(payload) >= {"system", "messages", "tokens", "limit", "usage"}
+    assert payload.compaction is not None
+    assert payload.compaction.trigger == "auto"
+    assert payload.compaction.status == "succeeded"
+    assert payload.tokens < before
+    assert any("keep going" in str(m["content"]) for m in payload.messages)
+    assert set(payload.to_dict()) >= {"system", "messages", "tokens", "limit", "usage"}
 
 
 def test_a_failed_compaction_is_logged_and_the_context_returned_then_cools_down(
@@ -81,15 +77,16 @@ def test_a_failed_compaction_is_logged_and_the_context_returned_then_cools_down(
     session = big_session(make_session, profile, conversation)
     with caplog.at_level(logging.WARNING, logger="sessions_app"):
         payload = prepare_context(session)
-    assert payload["compaction"]["status"] == "failed"
-    assert payload["compaction"]["failure_reason"] == "api_error"
-    assert payload["tokens"] == session.context_tokens
+    assert payload.compaction is not None
+    assert payload.compaction.status == "failed"
+    assert payload.compaction.failure_reason == "api_error"
+    assert payload.tokens == session.context_tokens
     assert any("failed" in record.getMessage() for record in caplog.records)
     assert in_cooldown(session)
     asked = len(summarizer.requests)
     again = prepare_context(session)
-    assert again["skipped"] == "cooldown"
-    assert again["compaction"] is None
+    assert again.skipped == "cooldown"
+    assert again.compaction is None
     assert len(summarizer.requests) == asked
     Session.objects.filter(pk=session.pk).update(cooldown_until=None)
     prepare_context(session)
@@ -106,11 +103,12 @@ def test_over_the_hard_limit_after_a_failed_summary_it_truncates(
     session = make_session(messages=conversation(12), profile=profile)
     assert session.context_tokens > 2400
     payload = prepare_context(session)
-    assert payload["tokens"] <= 2400
+    assert payload.tokens <= 2400
     truncation = Compaction.objects.get(session=session, trigger="hard_limit")
     assert truncation.status == "succeeded"
-    assert payload["compaction"]["number"] == truncation.number
-    assert payload["messages"][-1] == {
+    assert payload.compaction is not None
+    assert payload.compaction.number == truncation.number
+    assert payload.messages[-1] == {
         "role": runtime_messages(session)[-1]["role"],
         "content": runtime_messages(session)[-1]["content"],
     }
@@ -122,11 +120,11 @@ def test_a_profile_change_applies_to_the_next_compaction(
     scripted(default="summary")
     CompactionProfile.objects.filter(pk=profile.pk).update(context_limit=200_000, hard_limit=None)
     session = make_session(messages=conversation(12), profile=profile)
-    assert prepare_context(session)["skipped"] == "below_threshold"
+    assert prepare_context(session).skipped == "below_threshold"
     CompactionProfile.objects.filter(pk=profile.pk).update(context_limit=2500)
     payload = prepare_context(session)
-    assert payload["compaction"] is not None
-    assert payload["limit"] == 2500
+    assert payload.compaction is not None
+    assert payload.limit == 2500
 
 
 def test_disabled_profiles_never_compact(
@@ -136,7 +134,7 @@ def test_disabled_profiles_never_compact(
     profile = make_profile(enabled=False)
     session = make_session(messages=conversation(12), context_limit=2500, profile=profile)
     payload = prepare_context(session)
-    assert payload["skipped"] == "disabled"
+    assert payload.skipped == "disabled"
     assert not [m for m in runtime_messages(session) if is_summary_message(m)]
 
 
