@@ -193,6 +193,23 @@ class Session(models.Model):
     next_seq = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True, db_index=True)
+    # Where an imported session comes from, so re-importing it updates it (README, "Watching
+    # local transcripts").
+    source_path = models.CharField(
+        max_length=1024, blank=True, db_index=True, help_text="The transcript file read."
+    )
+    source_offset = models.PositiveBigIntegerField(
+        default=0, help_text="Bytes of the source file read (whole lines)."
+    )
+    source_fingerprint = models.CharField(
+        max_length=64, blank=True, help_text="SHA-256 of the file's head when last read."
+    )
+    source_resume_offset = models.PositiveBigIntegerField(
+        default=0, help_text="Where the next read starts: the newest clean cut of the file."
+    )
+    source_resume_seq = models.PositiveIntegerField(
+        default=0, help_text="Sequence number of the first message read from the cut."
+    )
 
     class Meta:
         ordering = ["-updated_at"]

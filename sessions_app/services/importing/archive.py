@@ -1,0 +1,101 @@
+"""What an import keeps beside its rows: compaction archives and the raw source file.
+
+`write_archive` is the one place importing writes ctxweb's archive format (the entries an
+imported compaction replaced, streamed so a large compaction needs little memory); the
+coordinator can point it at services/archives.py when that module owns the format.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO, Any, Final
+
+from django.core.files import File
+from django.core.files.storage import default_storage
+
+from compaction import archive_name
+
+from ...importers import ImportedSession
+from ...importers.source import Source
+from ...models import Compaction, Session
+from ...unstorable import clean_text
+from ..writeback import ARCHIVE_PREFIX
+
+__all__ = ["RAW_NAME_CHARS", "archive_source", "write_archive"]
+
+#: Longest file name (characters) of an archived raw source.
+RAW_NAME_CHARS: Final = 40
+
+
+def write_archive(session: Session, row: Compaction, entries: Iterable[dict[str, Any]]) -> str:
+    """Store the entries `row` replaced in ctxweb's archive format; returns the file name."""
+    with tempfile.TemporaryFile() as spool:
+        header = {
+            "session": str(session.pk),
+            "compaction": row.number,
+            "created_at": row.created_at.isoformat(),
+            "trigger": row.trigger,
+            "imported": True,
+        }
+        spool.write(json.dumps(header, ensure_ascii=False)[:-1].encode() + b', "entries": [')
+        for number, entry in enumerate(entries):
+            if number:
+                spool.write(b",\n")
+            spool.write(json.dumps(entry, ensure_ascii=False, default=str).encode())
+        spool.write(b'], "transformed": []}')
+        spool.seek(0)
+        name = f"{ARCHIVE_PREFIX}/{archive_name(str(session.pk), row.created_at, row.number)}"
+        return str(default_storage.save(name, File(spool)))
+
+
+def archive_source(
+    session: Session,
+    imported: ImportedSession,
+    parent: tuple[Session, ImportedSession] | None,
+    raw: Source | None,
+    saved_files: list[str],
+) -> None:
+    """Keep the bytes the session came from with it (shared with the parent when inline)."""
+    path = Path(imported.source_path) if imported.source_path else None
+    own_file = path is not None and (
+        parent is None or imported.source_path != parent[1].source_path
+    )
+    if raw is not None:
+        raw.rewind()
+        name = _save_raw(session, raw.name or imported.source_name or "transcript", raw.file)
+    elif own_file and path is not None and path.is_file():
+        with open(path, "rb") as handle:
+            name = _save_raw(session, path.name, handle)
+    elif parent is not None and parent[0].raw_source:
+        session.raw_source.name = parent[0].raw_source.name
+        session.save(update_fields=["raw_source"])
+        return
+    else:
+        return
+    saved_files.append(name)
+    session.raw_source.name = name
+    session.save(update_fields=["raw_source"])
+
+
+def _save_raw(session: Session, filename: str, file: IO[bytes]) -> str:
+    safe = short_name(clean_text(os.path.basename(filename.replace("\\", "/"))))
+    field = Session._meta.get_field("raw_source")
+    stored = default_storage.save(
+        f"sources/{session.pk}/{safe}", File(file), max_length=field.max_length
+    )
+    return str(stored)
+
+
+def short_name(name: str) -> str:
+    """`name` cut to RAW_NAME_CHARS characters, its extension kept: the storage name must fit
+    the file field (100 characters) and the file system (255 bytes per name)."""
+    name = name.strip() or "transcript"
+    if len(name) <= RAW_NAME_CHARS:
+        return name
+    stem, ext = os.path.splitext(name)
+    ext = ext[:16]
+    return stem[: RAW_NAME_CHARS - len(ext)] + ext
