@@ -50,7 +50,8 @@ def find_cuts(data: bytes, format: str) -> Cuts:
     last = 0
     boundary_at: int | None = None
     for offset, record in _records(data):
-        if offset and state.starts_clean(record):
+        clean = state.starts_clean(record)  # always: it also notes the line
+        if clean and offset:
             last = offset
         if state.boundary_opened(record):
             boundary_at = offset if boundary_at is None else boundary_at

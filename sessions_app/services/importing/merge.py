@@ -16,7 +16,6 @@ live entries up to the compacted message are replaced by the summary and archive
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import defaultdict
 from dataclasses import dataclass
@@ -29,14 +28,15 @@ from django.utils import timezone
 from compaction import SUMMARY_KEY, message_token_counts
 
 from ...importers import ImportedCompaction, ImportedMessage, ImportedSession
+from ...importers.builder import move_system_into_conversation
 from ...models import Compaction, ContextEntry, Message, Session
 from ..entries import entry_snapshot
 from ..policies import default_profile
 from ..writeback import next_number, refresh_session_totals
 from .archive import write_archive
-from .rows import Span, compaction_row, message_row, stamp_times
+from .rows import Span, anchors, compaction_key, compaction_row, message_row, stamp_times
 
-__all__ = ["MergeResult", "compaction_key", "merge_imported"]
+__all__ = ["MergeResult", "merge_imported"]
 
 #: Stored messages read per query while matching.
 CHUNK: Final = 200
@@ -84,13 +84,6 @@ def merge_imported(
     return result
 
 
-def compaction_key(original_id: str, summary: str) -> str:
-    """How an imported compaction is recognised: its source id, else its summary's hash."""
-    if original_id:
-        return original_id
-    return "summary:" + hashlib.sha256(summary.encode("utf-8", "replace")).hexdigest()
-
-
 class _Stored:
     """The stored messages from `start`, read in chunks as matching goes on."""
 
@@ -126,16 +119,25 @@ class _Merger:
         self.added = self.updated = self.compacted = 0
         self.known = _compaction_keys(session)
         self.last_time: datetime | None = None
-        self.fallback = timezone.now()
+        self.fallback = session.updated_at or timezone.now()  # the last activity known
+        self.conversing = False
+        self.start_seq = 0
 
     def run(self, start_seq: int) -> MergeResult:
+        self.start_seq = start_seq
+        self.places = self._places()
         stored: _Stored | None = _Stored(self.session, start_seq)
         arriving: dict[int, list[ImportedCompaction]] = defaultdict(list)
         for compaction in self.imported.compactions:
             arriving[compaction.at_message].append(compaction)
+        conversing = Message.objects.filter(session=self.session, seq__lt=start_seq).exclude(
+            role="system"
+        )
+        self.conversing = conversing.exists()
         for index, item in enumerate(self.imported.messages):
             for compaction in arriving.pop(index, []):
                 self._compaction(compaction)
+            self._place_system(item)
             row = stored.take() if stored is not None else None
             if row is not None and _same(row, item):
                 self._update(row, item)
@@ -151,13 +153,31 @@ class _Merger:
         end = self.seqs[-1] + 1 if self.seqs else start_seq
         return MergeResult(self.added, self.updated, self.compacted, end)
 
+    def _places(self) -> dict[int, str]:
+        """Each compaction's anchor, by the seq its messages have when the part read matches
+        what is stored (parsed message i is stored at start_seq + i)."""
+        start = self.start_seq
+        compactions = self.imported.compactions
+        places = anchors(compactions, lambda index: start + index)
+        return {id(c): a for c, a in zip(compactions, places, strict=True)}
+
     # messages ----------------------------------------------------------------------------
+
+    def _place_system(self, item: ImportedMessage) -> None:
+        """A system message after the conversation began becomes a marked user message, as
+        the importers do (importers/builder.py); a part read alone cannot know it."""
+        if item.role != "system":
+            self.conversing = True
+        elif self.conversing:
+            move_system_into_conversation(item)
 
     def _update(self, row: Message, item: ImportedMessage) -> None:
         self._note(item)
         fresh = message_row(self.session, row.seq, item, 0, row.created_at)
         if _json(fresh.content) == _json(row.content) and _json(fresh.extra) == _json(row.extra):
             return
+        if _regresses(row.content, fresh.content):
+            return  # a file read again after it shrank: keep what was seen
         tokens = message_token_counts([item.message], self.encoding)[0]
         delta = tokens - row.token_count
         Message.objects.filter(pk=row.pk).update(
@@ -218,20 +238,28 @@ class _Merger:
     # compactions -------------------------------------------------------------------------
 
     def _compaction(self, item: ImportedCompaction) -> None:
-        key = compaction_key(item.original_id, item.summary)
+        anchor = self.places[id(item)]
+        key = compaction_key(item.original_id, item.summary, anchor)
         if key in self.known:
             return
         self._flush()
         self.known.add(key)
         session = self.session
         last = item.last_index
-        cut = self.seqs[last] if last is not None and last < len(self.seqs) else -1
+        # None: nothing of this part compacted, only what came before it.
+        cut = self.seqs[last] if last is not None else self.start_seq - 1
+        cut = min(cut, self._preserved_from(item) - 1)
         head, replaced = _split_context(session, cut)
         number = next_number(session)
         message = item.summary_message(number)
         tokens = message_token_counts([message], self.encoding)[0]
         head_tokens = sum(e.token_count for e in head)
         seqs = [e.message.seq for e in replaced if e.message is not None]
+        seqs += [
+            e.compaction.first_seq
+            for e in replaced
+            if e.compaction and e.compaction.first_seq is not None
+        ]
         span = Span(
             first_seq=min(seqs) if seqs else None,
             last_seq=cut if cut >= 0 else None,
@@ -240,12 +268,29 @@ class _Merger:
             tokens_after=head_tokens + tokens,
             replaced=len(replaced),
             retained=len(head),
+            anchor=anchor,
         )
         row = compaction_row(session, number, self.imported, item, span)
         row.archive.name = write_archive(session, row, (entry_snapshot(e) for e in replaced))
         row.save(update_fields=["archive"])
         self._replace(row, replaced, message, tokens)
         self.compacted += 1
+
+    def _preserved_from(self, item: ImportedCompaction) -> int:
+        """The seq of the first message a Claude Code boundary kept after its summary when
+        that message was read before this part (its `preservedSegment` head), else a big
+        number."""
+        metadata = item.raw.get("compactMetadata")
+        segment = metadata.get("preservedSegment") if isinstance(metadata, dict) else None
+        head = segment.get("headUuid") if isinstance(segment, dict) else None
+        if not isinstance(head, str) or not head:
+            return 1 << 62
+        recent = Message.objects.filter(session=self.session, seq__lt=self.start_seq)
+        for seq, extra in recent.order_by("-seq").values_list("seq", "extra")[:CHUNK]:
+            uuids = extra.get("import", {}).get("uuids", []) if isinstance(extra, dict) else []
+            if head in uuids:
+                return int(seq)
+        return 1 << 62
 
     def _replace(
         self, row: Compaction, replaced: list[ContextEntry], message: dict[str, Any], tokens: int
@@ -294,8 +339,9 @@ class _Merger:
             session.last_usage = usage if self.added else None
         else:
             session.version += 1
+        last = self.last_time or self.fallback  # saving puts the import time: auto_now
         session.save(update_fields=_COUNTERS)
-        stamp_times(session, None, self.last_time)
+        stamp_times(session, None, last)
 
 
 def _same(row: Message, item: ImportedMessage) -> bool:
@@ -306,6 +352,21 @@ def _same(row: Message, item: ImportedMessage) -> bool:
     return not row.original_id or not source_id or row.original_id == source_id
 
 
+def _regresses(stored: Any, parsed: Any) -> bool:
+    """True when `parsed` has fewer blocks, or more made-up tool results, than `stored`: a
+    shorter read of the same message (the file was truncated), not a newer one."""
+    old, new = _blocks(stored), _blocks(parsed)
+    return len(new) < len(old) or _synthetic(new) > _synthetic(old)
+
+
+def _blocks(content: Any) -> list[Any]:
+    return content if isinstance(content, list) else [content]
+
+
+def _synthetic(blocks: list[Any]) -> int:
+    return sum(1 for b in blocks if isinstance(b, dict) and b.get("ctxweb_synthetic"))
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
 
@@ -313,16 +374,21 @@ def _json(value: Any) -> str:
 def _compaction_keys(session: Session) -> set[str]:
     rows = Compaction.objects.filter(session=session, trigger=Compaction.Trigger.IMPORTED)
     keys: set[str] = set()
-    for details, summary in rows.values_list("details", "summary"):
-        source_id = details.get("source_id") if isinstance(details, dict) else ""
-        keys.add(compaction_key(str(source_id or ""), summary))
+    for details, summary, last in rows.values_list("details", "summary", "last_seq"):
+        details = details if isinstance(details, dict) else {}
+        key = details.get("source_key")
+        if not isinstance(key, str):  # stored before keys were kept: its usual anchor
+            key = compaction_key(str(details.get("source_id") or ""), summary, last)
+        keys.add(key)
     return keys
 
 
 def _split_context(session: Session, cut: int) -> tuple[list[ContextEntry], list[ContextEntry]]:
     """(leading system entries, entries a compaction up to message `cut` replaces)."""
     entries = list(
-        ContextEntry.objects.filter(session=session).select_related("message").order_by("position")
+        ContextEntry.objects.filter(session=session)
+        .select_related("message", "compaction")
+        .order_by("position")
     )
     head = 0
     while (

@@ -3,7 +3,9 @@ message, an imported compaction point, the session's import metadata and its tim
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -17,6 +19,8 @@ from ...unstorable import clean
 __all__ = [
     "IMPORT_KEY",
     "Span",
+    "anchors",
+    "compaction_key",
     "compaction_row",
     "details_of",
     "message_row",
@@ -63,6 +67,9 @@ class Span:
     tokens_after: int
     replaced: int
     retained: int
+    #: Where the compaction came: `seq.k`, the k-th one after the message `seq` (-1: none);
+    #: part of the key that recognises it when the transcript is read again (merge.py).
+    anchor: str
 
 
 def compaction_row(
@@ -91,8 +98,31 @@ def compaction_row(
         retained_message_count=span.retained,
         ratio=round(after / before, 6) if before else None,
         status=Compaction.Status.SUCCEEDED,
-        details=details_of(source, item),
+        details={
+            **details_of(source, item),
+            "source_key": compaction_key(item.original_id, item.summary, span.anchor),
+        },
     )
+
+
+def compaction_key(original_id: str, summary: str, anchor: str) -> str:
+    """How an imported compaction is recognised: its source id, its summary's hash and the
+    place it came (a Codex `window_id` may be compacted more than once, with the same
+    summary)."""
+    digest = hashlib.sha256(summary.encode("utf-8", "replace")).hexdigest()[:32]
+    return f"{original_id}|{digest}|{anchor}"
+
+
+def anchors(compactions: list[ImportedCompaction], seqs: Callable[[int], int]) -> list[str]:
+    """Each compaction's anchor (`Span.anchor`); `seqs(i)` is the stored seq of parsed message
+    `i` (i = -1: the one before the part read, -1 at the start)."""
+    seen: dict[int, int] = {}
+    found = []
+    for item in compactions:
+        seq = seqs(item.at_message - 1)
+        seen[seq] = seen.get(seq, -1) + 1
+        found.append(f"{seq}.{seen[seq]}")
+    return found
 
 
 def stamp_times(session: Session, first: datetime | None, last: datetime | None) -> None:

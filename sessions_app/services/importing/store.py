@@ -31,7 +31,7 @@ from ...unstorable import clean_text
 from ..policies import default_profile
 from .archive import archive_source, write_archive
 from .replay import Replaced, Replay, batches, head_end, replay
-from .rows import Span, compaction_row, message_row, metadata_of, stamp_times
+from .rows import Span, anchors, compaction_row, message_row, metadata_of, stamp_times
 
 __all__ = ["BATCH", "store_imported"]
 
@@ -185,6 +185,7 @@ class _SessionWriter:
         self, session: Session, plan: Replay, summary_tokens: list[int]
     ) -> list[Compaction]:
         head_tokens = sum(self.tokens[: self.head_end])
+        places = anchors(self.imported.compactions, lambda index: index)
         rows: list[Compaction] = []
         for index, imported in enumerate(self.imported.compactions):
             replaced = plan.replaced[index]
@@ -201,6 +202,7 @@ class _SessionWriter:
                 tokens_after=after,
                 replaced=len(replaced),
                 retained=self.head_end,
+                anchor=places[index],
             )
             row = compaction_row(session, index + 1, self.imported, imported, span)
             row.archive.name = self._archive(session, row, replaced, rows, summary_tokens)
