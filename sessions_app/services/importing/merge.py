@@ -117,7 +117,8 @@ class _Merger:
         self.seqs: list[int] = []  # parsed message index -> stored seq
         self.pending: list[ImportedMessage] = []
         self.added = self.updated = self.compacted = 0
-        self.known = _compaction_keys(session)
+        # Read only when the part has compactions: a scan must not cost the whole session.
+        self.known = _compaction_keys(session) if imported.compactions else set()
         self.last_time: datetime | None = None
         self.fallback = session.updated_at or timezone.now()  # the last activity known
         self.conversing = False
@@ -378,7 +379,8 @@ def _compaction_keys(session: Session) -> set[str]:
         details = details if isinstance(details, dict) else {}
         key = details.get("source_key")
         if not isinstance(key, str):  # stored before keys were kept: its usual anchor
-            key = compaction_key(str(details.get("source_id") or ""), summary, last)
+            anchor = f"{-1 if last is None else last}.0"
+            key = compaction_key(str(details.get("source_id") or ""), summary, anchor)
         keys.add(key)
     return keys
 
