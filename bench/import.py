@@ -9,7 +9,7 @@ Then, each in a fresh child process so the peak resident memory is its own:
 
 1. parse: `sessions_app.importers.parse` (two streamed passes; messages spill to a
    temporary file past a few MB), iterating every message once;
-2. store: `sessions_app.importing.import_file` into a throwaway SQLite database (parse,
+2. store: `sessions_app.services.importing.import_file` into a throwaway SQLite database (parse,
    token counts, Message/ContextEntry/Compaction rows, archives, the raw file kept).
 
 Run: .venv/bin/python -m bench.import [--size-mb 200] [--skip-store] [--smoke]
@@ -274,7 +274,7 @@ def _child(mode: str, path: Path) -> dict[str, Any]:
         call_command("migrate", verbosity=0)
         get_encoding()  # load the vocabulary before timing
         owner = get_user_model().objects.create_user("bench")
-        from sessions_app.importing import import_file
+        from sessions_app.services.importing import import_file
 
         baseline = _rss_mb()
         started = time.perf_counter()

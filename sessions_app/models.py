@@ -7,9 +7,6 @@ the entries it replaced.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import secrets
 import uuid
 from typing import Any
 
@@ -19,6 +16,7 @@ from django.db import models
 
 from compaction import Policy
 
+from .api_key import ApiKey as ApiKey  # re-exported: Django finds models through this module
 from .jsontext import JSONTextField
 from .summarizer_config import SummarizerConfig as SummarizerConfig  # re-exported
 
@@ -219,6 +217,23 @@ class Session(models.Model):
     proxy_state = models.JSONField(
         null=True, blank=True, help_text="Proxy bookkeeping: message digests, system, tools."
     )
+    # Where an imported session comes from, so re-importing it updates it (README, "Watching
+    # local transcripts").
+    source_path = models.CharField(
+        max_length=1024, blank=True, db_index=True, help_text="The transcript file read."
+    )
+    source_offset = models.PositiveBigIntegerField(
+        default=0, help_text="Bytes of the source file read (whole lines)."
+    )
+    source_fingerprint = models.CharField(
+        max_length=64, blank=True, help_text="SHA-256 of the file's head when last read."
+    )
+    source_resume_offset = models.PositiveBigIntegerField(
+        default=0, help_text="Where the next read starts: the newest clean cut of the file."
+    )
+    source_resume_seq = models.PositiveIntegerField(
+        default=0, help_text="Sequence number of the first message read from the cut."
+    )
 
     class Meta:
         ordering = ["-updated_at"]
@@ -379,67 +394,3 @@ class CompactionJob(models.Model):
 
     def __str__(self) -> str:
         return f"Job {self.id} ({self.status})"
-
-
-class ApiKey(models.Model):
-    """A REST API key: only its SHA-256 hash is stored; the key is shown once, at creation."""
-
-    PREFIX = "ctx_"
-
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    name = models.CharField(max_length=100, blank=True)
-    lookup = models.CharField(max_length=16, unique=True, editable=False)
-    key_hash = models.CharField(max_length=64, editable=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        verbose_name = "API key"
-
-    def __str__(self) -> str:
-        return f"{self.PREFIX}{self.lookup}… ({self.user})"
-
-    @property
-    def is_active(self) -> bool:
-        """False once revoked."""
-        return self.revoked_at is None
-
-    @staticmethod
-    def hash_key(key: str) -> str:
-        """The stored form of a key."""
-        return hashlib.sha256(key.encode()).hexdigest()
-
-    @classmethod
-    def new_key(cls) -> tuple[str, str]:
-        """A fresh (lookup, plain key) pair: `ctx_<lookup>_<secret>`."""
-        lookup = secrets.token_hex(6)
-        return lookup, f"{cls.PREFIX}{lookup}_{secrets.token_urlsafe(32)}"
-
-    @classmethod
-    def lookup_of(cls, key: str) -> str | None:
-        """The lookup part of a presented key, or None when it is not shaped like one."""
-        if not key.startswith(cls.PREFIX):
-            return None
-        lookup, sep, secret = key[len(cls.PREFIX) :].partition("_")
-        if not sep or not secret or len(lookup) != 12:
-            return None
-        return lookup
-
-    def set_key(self) -> str:
-        """Give this (unsaved) row a new key; returns the plain key, shown only now."""
-        self.lookup, key = self.new_key()
-        self.key_hash = self.hash_key(key)
-        return key
-
-    def matches(self, key: str) -> bool:
-        """Constant-time comparison of a presented key with the stored hash."""
-        return hmac.compare_digest(self.key_hash, self.hash_key(key))
-
-    @classmethod
-    def issue(cls, user: Any, name: str = "") -> tuple[ApiKey, str]:
-        """Create a key for `user`; returns the row and the plain key (shown only now)."""
-        row = cls(user=user, name=name)
-        key = row.set_key()
-        row.save()
-        return row, key

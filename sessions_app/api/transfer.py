@@ -15,10 +15,11 @@ from typing import Any, Literal
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema
 
-from ..exporting import export_session
-from ..importers import FORMATS, TranscriptError
-from ..importing import import_file
+from ..importers import FORMATS
 from ..nul import NUL, NUL_MESSAGE
+from ..services.errors import InvalidInput
+from ..services.exporting import export_session
+from ..services.importing import import_file
 from .body import parse_json_body
 from .common import errors, owned_session, user_of
 from .schemas import SessionOut
@@ -81,6 +82,8 @@ class ImportOut(Schema):
     skipped: list[SkippedOut]
     skipped_count: int
     kept_raw: int
+    created: bool
+    new_messages: int
 
 
 class ExportQuery(Schema):
@@ -99,18 +102,21 @@ def import_transcript(request: HttpRequest) -> tuple[int, dict[str, Any]]:
 
     Corrupt lines are skipped and listed (`skipped`, with line numbers); bookkeeping lines
     are kept in the archived raw source (`kept_raw`). Subagent transcripts inside the file
-    become sessions linked to this one (`session_ids`).
+    become sessions linked to this one (`session_ids`). A transcript imported before (same
+    format and source session id) updates its session (`created: false`, `new_messages`)
+    instead of making a duplicate.
     """
     try:
         source, name, fields, where = _import_input(request)
         chosen = _format(fields.get("format"))
         title = _title(fields.get("title"))
-        try:
-            report = import_file(user_of(request), source, format=chosen, title=title, name=name)
-        except TranscriptError as error:
-            raise _Unprocessable(where, str(error)) from error
+        report = import_file(
+            user_of(request), source, format=chosen, title=title, name=name, field=where
+        )
     except _Unprocessable as problem:
         return 422, {"detail": [{"path": problem.path, "message": problem.message}]}
+    except InvalidInput as error:
+        return 422, {"detail": [{"path": p.path, "message": p.message} for p in error.problems]}
     return 201, {"session": session_dict(report.session), **report.as_dict()}
 
 

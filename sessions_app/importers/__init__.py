@@ -1,7 +1,7 @@
 """Importers: real agent transcripts as canonical ctxweb sessions. Pure Python, no Django.
 
 `parse(path_or_file, format=None)` and `parse_text(text, format=None)` return an
-`ImportedSession`; `sessions_app.importing` stores one. Formats (as `Session.SourceFormat`
+`ImportedSession`; `sessions_app.services.importing` stores one. Formats (as `Session.SourceFormat`
 names them): claude_code, codex, openai, anthropic, swe_agent, openhands.
 """
 

@@ -66,7 +66,7 @@ class SessionBuilder:
         """Append one source message (normalized and paired on the way in)."""
         item = normalize_message(item)
         if item.role == "system" and self._seen_other:
-            _move_system_into_conversation(item)
+            move_system_into_conversation(item)
         if item.role == "assistant":
             self._answer_pending(item.created_at)
             self._claim_tool_ids(item)
@@ -303,7 +303,8 @@ def _orphan_text(block: Mapping[str, Any]) -> Block:
     )
 
 
-def _move_system_into_conversation(item: ImportedMessage) -> None:
+def move_system_into_conversation(item: ImportedMessage) -> None:
+    """Make a system message that came after the conversation began a marked user message."""
     item.extra.setdefault("original_role", "system")
     item.message["role"] = "user"
     item.message["is_meta"] = True

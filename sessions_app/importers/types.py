@@ -109,7 +109,7 @@ class SkippedLine:
 
 @dataclass
 class ImportedSession:
-    """One imported session, ready to be stored (see `sessions_app.importing`)."""
+    """One imported session, ready to be stored (see `sessions_app.services.importing`)."""
 
     source_format: str
     messages: Sequence[ImportedMessage] = field(default_factory=list)

@@ -4,7 +4,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("sessions_app", "0004_summarizer_config")]
+    dependencies = [("sessions_app", "0005_session_source")]
 
     operations = [
         migrations.AddField(

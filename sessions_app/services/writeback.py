@@ -22,12 +22,11 @@ from compaction import SUMMARY_KEY, is_summary_message, message_token_counts, to
 from ..models import Compaction, ContextEntry, Session
 from ..nul import strip_nul
 from ..storage import delete_stored_quietly
-from .archives import ARCHIVE_PREFIX, ArchivedEntry, ArchiveHeader, write_archive
+from .archives import ArchivedEntry, ArchiveHeader, write_archive
 from .entries import ENTRY_KEY, load_entries, split_message, tagged_message
 from .errors import Conflict, InvariantError
 
 __all__ = [
-    "ARCHIVE_PREFIX",  # re-exported for sessions_app/importing.py (owner: services/archives.py)
     "CommitMeta",
     "ContextSnapshot",
     "commit_context",

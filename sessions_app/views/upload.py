@@ -15,8 +15,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from compaction import CompactionError
-from sessions_app.importing import import_file
+from sessions_app.services.errors import InvalidInput
+from sessions_app.services.importing import import_file
 
 __all__ = ["FORMAT_CHOICES", "ImportForm", "import_transcript"]
 
@@ -44,7 +44,8 @@ class ImportForm(forms.Form):
 @login_required
 @require_POST
 def import_transcript(request: HttpRequest) -> HttpResponse:
-    """Import the uploaded file as a new session of the user, then open it."""
+    """Import the uploaded file as a session of the user (the one it made before, updated,
+    when the same transcript was imported already), then open it."""
     form = ImportForm(request.POST, request.FILES)
     if not form.is_valid():
         messages.error(request, "Choose a transcript file to import.")
@@ -61,13 +62,14 @@ def import_transcript(request: HttpRequest) -> HttpResponse:
             title=form.cleaned_data["title"] or None,
             name=upload.name or "",
         )
-    except (ValueError, CompactionError) as error:
-        messages.error(request, f"Could not import {upload.name}: {error}")
+    except InvalidInput as error:
+        messages.error(request, f"Could not import {upload.name}: {error.first.message}")
         return _back(request, reverse("ui:session_list"))
     counts = report.counts
+    done = "Imported" if report.created else f"Updated ({report.new_messages} new messages) from"
     messages.success(
         request,
-        f"Imported {upload.name} ({report.source_format}): {counts.get('messages', 0)} messages, "
+        f"{done} {upload.name} ({report.source_format}): {counts.get('messages', 0)} messages, "
         f"{counts.get('compactions', 0)} compactions"
         + (f", {report.skipped_count} lines skipped." if report.skipped_count else "."),
     )

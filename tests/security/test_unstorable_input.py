@@ -20,8 +20,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from sessions_app.importers import parse_text
-from sessions_app.importing import import_file
 from sessions_app.models import Compaction, Message, Session
+from sessions_app.services.importing import import_file
 from sessions_app.unstorable import unstorable_problems
 
 from .conftest import ApiClient, World

@@ -10,10 +10,10 @@ from django.core.files.storage import default_storage
 
 from compaction.messages import SUMMARY_KEY
 from compaction.validation import validate_messages
-from sessions_app.importers import TranscriptError
-from sessions_app.importing import import_file
 from sessions_app.models import Compaction, ContextEntry, Message, Session
 from sessions_app.services.context import runtime_messages
+from sessions_app.services.errors import InvalidInput
+from sessions_app.services.importing import import_file
 from sessions_app.services.reverting import revert_compaction
 from sessions_app.services.session_compaction import compact_session
 from sessions_app.services.writeback import refresh_session_totals
@@ -177,9 +177,9 @@ def test_corrupt_input_reports_lines_and_stores_the_rest(user: Any) -> None:
 
 
 def test_unreadable_input_stores_nothing(user: Any) -> None:
-    with pytest.raises(TranscriptError):
+    with pytest.raises(InvalidInput):
         import_file(user, b'{"not": "a transcript"}', name="x.json")
-    with pytest.raises(TranscriptError, match=r"no messages found in empty\.jsonl"):
+    with pytest.raises(InvalidInput, match=r"no messages found in empty\.jsonl"):
         import_file(user, jsonl({"type": "summary", "summary": "t"}).encode(), name="empty.jsonl")
     assert Session.objects.count() == 0
 
@@ -188,7 +188,7 @@ def test_large_import_spills_and_stores_in_batches(
     user: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("sessions_app.importers.messagelog.MEMORY_MESSAGES", 10)
-    monkeypatch.setattr("sessions_app.importing.BATCH", 7)
+    monkeypatch.setattr("sessions_app.services.importing.store.BATCH", 7)
     records = [cc_user("u0", None, "start")]
     for i in range(1, 40):
         records.append(cc_assistant(f"a{i}", f"u{i - 1}", [text(f"reply {i}")], f"m{i}"))

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from ...exporters import EXPORT_FORMATS
-from ...exporting import WHAT, export_session
+from ...services.exporting import WHAT, export_session
 from ..cli import resolve_session
 
 

@@ -7,8 +7,9 @@ from typing import Any, TextIO, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ...importers import FORMATS, TranscriptError
-from ...importing import import_file
+from ...importers import FORMATS
+from ...services.errors import InvalidInput
+from ...services.importing import import_file
 from ..cli import ProgressBar, resolve_user, transcript_files
 
 
@@ -48,9 +49,9 @@ class Command(BaseCommand):
                     title=options["title"],
                     progress=bar.update,
                 )
-            except TranscriptError as error:
+            except InvalidInput as error:
                 bar.clear()
-                self.stderr.write(f"{path}: not imported: {error}")
+                self.stderr.write(f"{path}: not imported: {error.first.message}")
                 failed += 1
                 continue
             bar.clear()

@@ -20,10 +20,10 @@ from django.core.management.base import BaseCommand, CommandParser
 from compaction import ExtractiveSummarizer
 
 from ...demo.synthetic import TITLE, agent_rounds
-from ...importers import TranscriptError
-from ...importing import import_file
 from ...models import Compaction, CompactionProfile, Session
 from ...services.context import check
+from ...services.errors import InvalidInput
+from ...services.importing import import_file
 from ...services.policies import default_profile
 from ...services.session_compaction import compact_session
 from ...services.sessions import append_messages, create_session
@@ -58,8 +58,8 @@ class Command(BaseCommand):
                 continue
             try:
                 report = import_file(owner, path)
-            except TranscriptError as error:
-                self.stderr.write(f"{path}: not loaded: {error}")
+            except InvalidInput as error:
+                self.stderr.write(f"{path}: not loaded: {error.first.message}")
                 continue
             report.session.metadata[DEMO_KEY] = key
             report.session.save(update_fields=["metadata"])

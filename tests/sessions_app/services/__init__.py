@@ -1,0 +1,1 @@
+"""Tests of sessions_app/services, one module per service."""

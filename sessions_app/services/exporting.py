@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Final, Literal
 
-from .exporters import Export, export_messages
-from .models import Message, Session
-from .services.context import runtime_messages
+from ..exporters import EXPORT_FORMATS, Export, export_messages
+from ..models import Message, Session
+from .context import runtime_messages
+from .errors import InvalidInput
 
 __all__ = ["WHAT", "export_session", "history_messages"]
 
@@ -25,8 +26,14 @@ def history_messages(session: Session) -> Iterator[dict[str, Any]]:
 
 
 def export_session(session: Session, fmt: str, what: str = "context") -> Export:
-    """`session`'s context or history in `fmt`; ValueError for an unknown format or `what`."""
+    """`session`'s context or history in `fmt`; InvalidInput naming `format` or `what` when
+    either is unknown."""
+    if fmt not in EXPORT_FORMATS:
+        known = ", ".join(EXPORT_FORMATS)
+        raise InvalidInput.field("format", f"unknown export format {fmt!r}; known: {known}")
     if what not in WHAT:
-        raise ValueError(f"unknown export content {what!r}; known: {', '.join(WHAT)}")
+        raise InvalidInput.field(
+            "what", f"unknown export content {what!r}; known: {', '.join(WHAT)}"
+        )
     messages = runtime_messages(session) if what == "context" else history_messages(session)
     return export_messages(messages, fmt, title=session.title or str(session.pk))

@@ -1,0 +1,312 @@
+"""Following local agent transcripts as they grow (`manage.py watch_transcripts`).
+
+Every scan walks the watched folders (os.scandir and stat only: a polling scan works on every
+file system, network mounts included, and needs no extra dependency) and reads, for each
+Claude Code or Codex JSON-lines file that changed, only the bytes after the last clean cut
+(services/importing/cuts.py): the cost of a scan is the new bytes plus the last unfinished
+exchange, never the whole file. What was read is remembered on the session (`source_offset`,
+`source_resume_offset`, `source_resume_seq` and `source_fingerprint`, a hash of the file's
+head), so a restarted watcher resumes where it stopped; a file that shrank or whose head
+changed is read again from its start (merging, never duplicating: merge.py). A partial last
+line is left for the next scan. Subagent transcripts (`<session>/subagents/agent-*.jsonl`)
+attach to their parent session as they appear.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Final
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from ..importers import ImportedSession, detect_format
+from ..importers.parse import parse_source
+from ..importers.source import load_json, open_source
+from ..models import Session
+from .importing import find_source_session, merge_imported, source_identity, store_imported
+from .importing.cuts import find_cuts
+
+__all__ = ["DEFAULT_ROOTS", "FileSync", "Watcher", "default_roots", "sync_file"]
+
+logger = logging.getLogger("sessions_app")
+
+#: Where Claude Code and Codex keep their transcripts.
+DEFAULT_ROOTS: Final = ("~/.claude/projects", "~/.codex/sessions")
+#: Bytes of a file's head whose hash tells a grown file from a replaced one.
+HEAD_BYTES: Final = 1024
+WATCHED: Final = frozenset({"claude_code", "codex"})
+_AGENT_FILE = re.compile(r"^agent-(.+)\.jsonl$")
+
+
+@dataclass(frozen=True)
+class FileSync:
+    """What one scan did with one file; `done` is false when it must be tried again."""
+
+    path: str
+    session_id: str = ""
+    added: int = 0
+    updated: int = 0
+    compactions: int = 0
+    reread: bool = False
+    done: bool = True
+
+
+def default_roots() -> list[Path]:
+    """The default folders that exist on this machine."""
+    return [p for p in (Path(r).expanduser() for r in DEFAULT_ROOTS) if p.is_dir()]
+
+
+def transcript_paths(roots: Iterable[Path]) -> list[Path]:
+    """Every `.jsonl` file under `roots` (a root may be a file), sessions before subagents."""
+    found: set[Path] = set()
+    for root in roots:
+        if root.is_file():
+            found.add(root.resolve())
+        elif root.is_dir():
+            found.update(_walk(root.resolve()))
+    return sorted(found, key=lambda p: (_AGENT_FILE.match(p.name) is not None, str(p)))
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            yield from _walk(Path(entry.path))
+        elif entry.name.endswith(".jsonl") and entry.is_file():
+            yield Path(entry.path)
+
+
+class Watcher:
+    """Scans `roots` for `owner`, skipping files unchanged (size, mtime) since its last scan."""
+
+    def __init__(self, owner: AbstractBaseUser, roots: Iterable[Path]) -> None:
+        self.owner = owner
+        self.roots = list(roots)
+        self._seen: dict[Path, tuple[int, int]] = {}
+
+    def scan(self) -> list[FileSync]:
+        """One pass over every watched file; the files that changed something."""
+        changed: list[FileSync] = []
+        for path in transcript_paths(self.roots):
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            signature = (stat.st_size, stat.st_mtime_ns)
+            if self._seen.get(path) == signature:
+                continue
+            try:
+                result = sync_file(self.owner, path)
+            except Exception:  # one bad file must not stop the watcher
+                logger.exception("could not read transcript %s", path)
+                continue
+            if result.done:
+                self._seen[path] = signature
+            if result.added or result.updated or result.compactions:
+                changed.append(result)
+        return changed
+
+
+def sync_file(owner: AbstractBaseUser, path: Path) -> FileSync:
+    """Read what is new in the transcript at `path` into its session."""
+    text = str(path)
+    session = (
+        Session.objects.filter(owner_id=owner.pk, source_path=text).order_by("created_at").first()
+    )
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        resume = _resume_point(session, file, size)
+        known = session if resume is not None else None
+        start, seq = resume or (0, 0)
+        if known is not None and size == known.source_offset:
+            return FileSync(text)
+        file.seek(start)
+        data = file.read(size - start)
+        fmt = known.source_format if known is not None else _format(file)
+        if fmt not in WATCHED:
+            return FileSync(text)
+        cuts = find_cuts(data[: data.rfind(b"\n") + 1], fmt)
+        if known is not None and start + cuts.end == known.source_offset:
+            return FileSync(text)
+        fingerprint = _fingerprint(file, start + cuts.end)
+    reread = session is not None and known is None
+    return _Sync(owner, path, fmt, known).run(
+        data, start, seq, cuts.last, cuts.end, fingerprint, previous=session, reread=reread
+    )
+
+
+def _resume_point(session: Session | None, file: IO[bytes], size: int) -> tuple[int, int] | None:
+    """(offset, seq) to read from (the last cut), or None to read a new, shrunk or replaced
+    file (or one imported by hand) from its start."""
+    if session is None or not session.source_fingerprint or size < session.source_offset:
+        return None
+    if _fingerprint(file, session.source_offset) != session.source_fingerprint:
+        return None
+    return session.source_resume_offset, session.source_resume_seq
+
+
+def _fingerprint(file: IO[bytes], offset: int) -> str:
+    file.seek(0)
+    return hashlib.sha256(file.read(min(offset, HEAD_BYTES))).hexdigest()
+
+
+def _format(file: IO[bytes]) -> str | None:
+    file.seek(0)
+    return detect_format(file.read(64 * 1024))
+
+
+class _Sync:
+    """One file's new part, read into its session: the complete part, then the open tail."""
+
+    def __init__(
+        self, owner: AbstractBaseUser, path: Path, fmt: str, session: Session | None
+    ) -> None:
+        self.owner = owner
+        self.path = path
+        self.fmt = fmt
+        self.session = session
+        self.added = self.updated = self.compactions = 0
+
+    def run(
+        self,
+        data: bytes,
+        start: int,
+        seq: int,
+        cut: int,
+        end: int,
+        fingerprint: str,
+        *,
+        previous: Session | None,
+        reread: bool,
+    ) -> FileSync:
+        parent = self._parent() if _AGENT_FILE.match(self.path.name) else None
+        if _AGENT_FILE.match(self.path.name) and parent is None:
+            return FileSync(str(self.path), done=False)  # its parent session comes first
+        resume = self._part(data[:cut], seq, parent)
+        self._part(data[cut:end], resume, parent)
+        if self.session is None:
+            return FileSync(str(self.path))
+        if previous is not None and previous.pk != self.session.pk:
+            Session.objects.filter(pk=previous.pk).update(source_path="")
+        Session.objects.filter(pk=self.session.pk).update(
+            source_path=str(self.path),
+            source_offset=start + end,
+            source_fingerprint=fingerprint,
+            source_resume_offset=start + cut,
+            source_resume_seq=resume,
+        )
+        if parent is None:
+            link_subagents(self.session)
+        return FileSync(
+            str(self.path),
+            str(self.session.pk),
+            self.added,
+            self.updated,
+            self.compactions,
+            reread=reread,
+        )
+
+    def _part(self, data: bytes, seq: int, parent: Session | None) -> int:
+        """Read one part into the session; the seq after its last message."""
+        if not data.strip():
+            return seq
+        with open_source(data, name=self.path.name) as opened:
+            imported = parse_source(opened, self.fmt, subagents=False)
+        try:
+            if not imported.messages and not imported.compactions:
+                return seq
+            self._describe(imported, parent)
+            if self.session is None:
+                self.session = self._find(imported, parent)
+            if self.session is None:
+                self.session = store_imported(self.owner, imported, parent=parent)[0]
+                self.added += len(imported.messages)
+                self.compactions += len(imported.compactions)
+                return len(imported.messages)
+            result = merge_imported(self.session, imported, start_seq=seq)
+            self.added += result.added
+            self.updated += result.updated
+            self.compactions += result.compactions
+            return result.end_seq
+        finally:
+            imported.close()
+
+    def _describe(self, imported: ImportedSession, parent: Session | None) -> None:
+        imported.source_path = str(self.path)
+        match = _AGENT_FILE.match(self.path.name)
+        if parent is None or match is None:
+            imported.external_id = source_identity(imported)
+            return
+        agent_id = match.group(1)
+        imported.external_id = agent_id
+        imported.metadata["agent_id"] = agent_id
+        spawned = parent.metadata.get("spawned_agents") or {}
+        imported.parent_tool_use_id = str(spawned.get(agent_id, ""))
+        meta = _agent_meta(self.path)
+        if meta:
+            imported.metadata["agent"] = meta
+            if isinstance(meta.get("description"), str) and meta["description"].strip():
+                imported.title = meta["description"].strip()[:200]
+
+    def _find(self, imported: ImportedSession, parent: Session | None) -> Session | None:
+        if parent is None:
+            return find_source_session(self.owner, imported)
+        return Session.objects.filter(parent=parent, external_id=imported.external_id).first()
+
+    def _parent(self) -> Session | None:
+        """The session of the Claude Code file this subagent transcript belongs to."""
+        folder = self.path.parent.parent if self.path.parent.name == "subagents" else None
+        candidates = [folder.with_suffix(".jsonl")] if folder is not None else []
+        sessions = Session.objects.filter(owner_id=self.owner.pk, parent__isnull=True)
+        for candidate in candidates:
+            found = sessions.filter(source_path=str(candidate)).first()
+            if found is not None:
+                return found
+        session_id = _session_id(self.path)
+        if not session_id:
+            return None
+        return sessions.filter(source_format="claude_code", external_id=session_id).first()
+
+
+def link_subagents(session: Session) -> None:
+    """Link subagent sessions to the tool call that started them, once the parent knows it."""
+    spawned: Any = session.metadata.get("spawned_agents") or {}
+    if not isinstance(spawned, dict) or not spawned:
+        return
+    for child in Session.objects.filter(parent=session, parent_tool_use_id=""):
+        tool_id = spawned.get(child.external_id)
+        if isinstance(tool_id, str) and tool_id:
+            Session.objects.filter(pk=child.pk).update(parent_tool_use_id=tool_id[:200])
+
+
+def _session_id(path: Path) -> str:
+    try:
+        with open(path, "rb") as file:
+            for _, raw in zip(range(20), file, strict=False):
+                try:
+                    record = load_json(raw.decode("utf-8", "replace"))
+                except ValueError:
+                    continue
+                if isinstance(record, dict) and isinstance(record.get("sessionId"), str):
+                    return str(record["sessionId"])
+    except OSError:
+        return ""
+    return ""
+
+
+def _agent_meta(path: Path) -> dict[str, Any]:
+    meta_path = path.with_name(path.name.removesuffix(".jsonl") + ".meta.json")
+    try:
+        value = load_json(meta_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
