@@ -111,9 +111,7 @@ def summarizer_for(profile: CompactionProfile) -> Summarizer:
     model = summary_model(profile)
     api_key = str(getattr(settings, "ANTHROPIC_API_KEY", "") or "")
     if kind == CompactionProfile.SummarizerKind.ANTHROPIC and not model:
-        raise InvalidInput.field(
-            "summary_model", "the anthropic summarizer needs a summary model"
-        )
+        raise InvalidInput.field("summary_model", "the anthropic summarizer needs a summary model")
     if kind == CompactionProfile.SummarizerKind.ANTHROPIC or (
         kind == CompactionProfile.SummarizerKind.AUTO and api_key and model
     ):
