@@ -8,7 +8,10 @@ with each problem's path (a NUL character, a lone surrogate or an infinite numbe
 429 throttled (with Retry-After), 503 database or storage unavailable (with Retry-After),
 and 500 only for a bug (traceback logged). The service error tree
 (sessions_app/services/errors.py) is mapped once, by
-`sessions_app.api.failures.service_error`. Exceptions without a handler of their own go
+`sessions_app.api.failures.service_error`; services translate the engine's own errors
+(`compaction.CompactionError`) into that tree, so none reaches a router (the stateless
+`POST /api/compact`, which calls the engine itself, translates them the same way; a
+storage failure is an OSError either way). Exceptions without a handler of their own go
 through `sessions_app.api.failures`, as do those escaping django-ninja
 (`sessions_app.middleware.ApiErrorMiddleware`, which also turns Django's own HTML errors
 under /api/ into JSON).
@@ -26,7 +29,6 @@ from ninja.errors import Throttled as RateLimited
 from ninja.parser import Parser
 from ninja.types import DictStrAny
 
-from compaction import CompactionError
 from sessions_app.api import (
     context,
     health,
@@ -39,7 +41,7 @@ from sessions_app.api import (
 from sessions_app.api.body import MalformedBody, UnstorableBody, parse_object_body
 from sessions_app.api.failures import service_error, unexpected_error
 from sessions_app.auth import ApiKeyAuth, SessionCsrfAuth, Throttled
-from sessions_app.services.errors import InvalidInput, Problem, ServiceError, engine_error
+from sessions_app.services.errors import InvalidInput, Problem, ServiceError
 
 __all__ = ["ObjectBodyParser", "api"]
 
@@ -133,13 +135,6 @@ def _validation_error(request: HttpRequest, exc: ValidationError) -> HttpRespons
 def _service_error(request: HttpRequest, exc: ServiceError) -> HttpResponse:
     # The service error tree, mapped once (sessions_app/api/failures.py).
     return service_error(request, exc)
-
-
-@api.exception_handler(CompactionError)
-def _engine_error(request: HttpRequest, exc: CompactionError) -> HttpResponse:
-    # Services translate the engine's errors themselves; this catches one raised by a
-    # router's own helper (a cursor, a policy override) the same way.
-    return service_error(request, engine_error(exc))
 
 
 @api.exception_handler(Exception)

@@ -13,10 +13,10 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html
 
-from compaction import ArchiveError, PolicyError
+from compaction import PolicyError
 
 from .models import ApiKey, Compaction, CompactionJob, CompactionProfile, Session, SummarizerConfig
-from .services.reverting import read_archive
+from .services.archives import ArchiveUnavailable, read_archive
 
 #: Fields that are ratios in (0, 1].
 RATIO_FIELDS = ("trigger_ratio", "middle_end")
@@ -269,8 +269,8 @@ class CompactionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         if not obj.archive:
             return "(no archive)"
         try:
-            document = read_archive(obj)
-        except ArchiveError as error:
+            document = read_archive(obj).to_dict()
+        except ArchiveUnavailable as error:
             return f"(archive unreadable: {error})"
         text = json.dumps(document, ensure_ascii=False, indent=2)
         return format_html('<pre style="white-space: pre-wrap">{}</pre>', text)

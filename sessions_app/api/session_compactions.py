@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import Http404, HttpRequest
+from django.http import HttpRequest
 from ninja import Query, Router, Schema
 from pydantic import Field
 
 from ..models import Compaction
+from ..selectors.compactions import compaction_page, session_compaction
 from ..services.archives import read_archive
 from ..services.jobs import enqueue_compaction
 from ..services.policies import profile_for
 from ..services.reverting import revert_compaction
 from ..services.session_compaction import CompactionOutcome, compact_session
 from .common import errors, owned_session
-from .pagination import InvalidCursor, decode_cursor, encode_cursor, page_limit
+from .pagination import page_limit
 from .schemas import (
     CompactIn,
     CompactionDetailOut,
@@ -100,23 +101,10 @@ def list_compactions(
 ) -> dict[str, Any]:
     """Every compaction point of the session (failed and reverted ones too), oldest first."""
     session = owned_session(request, session_id)
-    compactions = Compaction.objects.filter(session=session).order_by("number")
-    if query.status:
-        compactions = compactions.filter(status=query.status)
-    position = decode_cursor(query.cursor)
-    if position is not None:
-        try:
-            compactions = compactions.filter(number__gt=int(position["n"]))
-        except (KeyError, TypeError, ValueError):
-            raise InvalidCursor() from None
-    limit = page_limit(query.limit)
-    page = list(compactions[: limit + 1])
-    more = len(page) > limit
-    page = page[:limit]
-    return {
-        "items": compaction_dicts(page),
-        "next": encode_cursor({"n": page[-1].number}) if more else None,
-    }
+    page = compaction_page(
+        session, status=query.status, cursor=query.cursor, limit=page_limit(query.limit)
+    )
+    return {"items": compaction_dicts(page.items), "next": page.next_cursor}
 
 
 @router.get(
@@ -142,14 +130,11 @@ def read_compaction(request: HttpRequest, session_id: str, number: int) -> dict[
 def revert(request: HttpRequest, session_id: str, number: int) -> dict[str, Any]:
     """Undo a compaction; only the newest over a region (else 409 naming which first)."""
     session = owned_session(request, session_id)
-    _compaction(request, session_id, number)
+    session_compaction(session, number)  # 404 before anything is tried
     reverted = revert_compaction(session, number)
     return compaction_dicts([reverted])[0]
 
 
 def _compaction(request: HttpRequest, session_id: str, number: int) -> Compaction:
     session = owned_session(request, session_id)
-    compaction = Compaction.objects.filter(session=session, number=number).first()
-    if compaction is None:
-        raise Http404("no such compaction")
-    return compaction
+    return session_compaction(session, number)

@@ -13,7 +13,7 @@ from ..selectors.history import history_page
 from ..selectors.sessions import owned_sessions, session_slice
 from ..services.auto import post_call_check
 from ..services.sessions import append_messages, create_session, delete_session
-from .common import errors, owned_session, service_errors, user_of
+from .common import errors, owned_session, user_of
 from .pagination import page_limit
 from .schemas import (
     AppendIn,
@@ -44,13 +44,12 @@ class HistoryQuery(Schema):
 def list_sessions(request: HttpRequest, query: Query[SessionListQuery]) -> dict[str, Any]:
     """The caller's sessions, latest activity first; `search` keeps the sessions whose
     title, model, source format or external id contain every word of it."""
-    with service_errors():
-        found = session_slice(
-            owned_sessions(user_of(request)),
-            search=query.search or "",
-            cursor=query.cursor,
-            limit=page_limit(query.limit),
-        )
+    found = session_slice(
+        owned_sessions(user_of(request)),
+        search=query.search or "",
+        cursor=query.cursor,
+        limit=page_limit(query.limit),
+    )
     profiles = ProfileCache()
     return {
         "items": [session_dict(s, profiles) for s in found.sessions],
@@ -111,8 +110,7 @@ def history(request: HttpRequest, session_id: str, query: Query[HistoryQuery]) -
     """The full history by seq, with the compaction markers over the page (nested)."""
     session = owned_session(request, session_id)
     limit = page_limit(query.limit, default=100, maximum=1000)
-    with service_errors():
-        page = history_page(session, cursor=query.cursor, limit=limit)
+    page = history_page(session, cursor=query.cursor, limit=limit)
     markers = marker_tree(session_compactions(session))
     if page.messages:
         low, high = page.messages[0].seq, page.messages[-1].seq

@@ -20,7 +20,7 @@ from compaction import (
 
 from ..services.context import system_text
 from ..services.errors import InvalidInput, engine_error
-from ..services.policies import profile_for, summarizer_for
+from ..services.policies import policy_for, profile_for, summarizer_for
 from ..services.sessions import system_message
 from .common import errors
 from .schemas import StatelessCompactIn, StatelessCompactOut
@@ -37,7 +37,7 @@ router = Router(tags=["compact"])
 def compact(request: HttpRequest, payload: StatelessCompactIn) -> dict[str, Any]:
     """Compact `messages` (after an optional `system`) with a profile and policy overrides."""
     profile = profile_for(None, payload.profile)
-    policy = _policy(profile.to_policy(), payload.policy)
+    policy = _policy(policy_for(None, profile), payload.policy)
     messages = list(payload.messages)
     if payload.system not in (None, ""):
         messages = [system_message(payload.system), *messages]

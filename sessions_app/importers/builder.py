@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from compaction import Block, blocks_of, starts_round
+from compaction import Block, blocks_of, starts_round, tool_result_text
 
 from .blocks import NO_RESULT_TEXT, NO_SUMMARY_TEXT, content_text, text_block
 from .messagelog import MessageLog
@@ -294,8 +294,9 @@ def _synthetic_result(tool_id: str) -> Block:
 
 
 def _orphan_text(block: Mapping[str, Any]) -> Block:
+    # `block` is normalized already: its content is canonical tool-result content.
     tool_id = block.get("tool_use_id") or "(no id)"
-    body = content_text(block.get("content"))
+    body = tool_result_text(block.get("content"))
     if not body.strip():
         body = json.dumps(block.get("content"), ensure_ascii=False)
     return text_block(

@@ -136,10 +136,10 @@ def worker_check(now: datetime | None = None) -> WorkerCheck:
         return WorkerCheck("absent", required=False, detail="heartbeat unreadable")
     if beat is None:
         return WorkerCheck("absent", required=False, detail="no worker has written a heartbeat")
-    age = max(0.0, ((now or timezone.now()) - beat["at"]).total_seconds())
+    age = max(0.0, ((now or timezone.now()) - beat.at).total_seconds())
     return WorkerCheck(
         "ok" if age <= stale_seconds() else "stale",
         required=False,
         age_seconds=round(age, 1),
-        state=str(beat.get("state", "")),
+        state=beat.state,
     )

@@ -15,6 +15,7 @@ import os
 import socket
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
@@ -23,10 +24,27 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import Storage, default_storage
 from django.utils import timezone
 
-__all__ = ["HEARTBEAT_NAME", "HeartbeatWriter", "read_worker_heartbeat", "write_worker_heartbeat"]
+__all__ = [
+    "HEARTBEAT_NAME",
+    "Heartbeat",
+    "HeartbeatWriter",
+    "read_worker_heartbeat",
+    "write_worker_heartbeat",
+]
 
 #: Storage name of the heartbeat file.
 HEARTBEAT_NAME: Final = "health/worker-heartbeat.json"
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """One worker's beat: who wrote it, where, in which state, and when."""
+
+    worker_id: str
+    host: str
+    pid: int | None
+    state: str
+    at: datetime
 
 
 def write_worker_heartbeat(
@@ -43,17 +61,23 @@ def write_worker_heartbeat(
     _replace(storage or default_storage, HEARTBEAT_NAME, json.dumps(beat).encode())
 
 
-def read_worker_heartbeat(storage: Storage | None = None) -> dict[str, Any] | None:
-    """The last beat written (`at` as an aware datetime), or None when there is none yet."""
+def read_worker_heartbeat(storage: Storage | None = None) -> Heartbeat | None:
+    """The last beat written, or None when there is none yet (or it is not a beat)."""
     store = storage or default_storage
     if not store.exists(HEARTBEAT_NAME):
         return None
     with store.open(HEARTBEAT_NAME, "rb") as handle:
-        beat = json.loads(handle.read())
+        beat: Any = json.loads(handle.read())
     if not isinstance(beat, dict) or not isinstance(beat.get("at"), str):
         return None
-    beat["at"] = datetime.fromisoformat(beat["at"])
-    return beat
+    pid = beat.get("pid")
+    return Heartbeat(
+        worker_id=str(beat.get("worker_id", "")),
+        host=str(beat.get("host", "")),
+        pid=pid if isinstance(pid, int) else None,
+        state=str(beat.get("state", "")),
+        at=datetime.fromisoformat(beat["at"]),
+    )
 
 
 def _replace(storage: Storage, name: str, data: bytes) -> None:

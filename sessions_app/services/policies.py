@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
@@ -26,10 +25,9 @@ from compaction import (
 
 from ..models import CompactionProfile, Session, SummarizerConfig
 from ..summarizer_config import constructor_kwargs, load_summarizer_class
-from .errors import InvalidInput, Problem, Unavailable
+from .errors import InvalidInput, Unavailable, engine_error
 
 __all__ = [
-    "ProfileInputError",
     "default_profile",
     "policy_for",
     "profile_for",
@@ -40,24 +38,6 @@ __all__ = [
 logger = logging.getLogger("sessions_app")
 
 Provider = SummarizerConfig.Provider
-
-
-# The two bases disagree on `field` (InvalidInput's constructor, PolicyError's attribute):
-# on an instance it is PolicyError's, the field's name, as the PolicyError handlers read it.
-class ProfileInputError(InvalidInput, PolicyError):  # type: ignore[misc]
-    """A profile or summarizer choice the caller cannot use: an InvalidInput (422).
-
-    Also the engine's PolicyError (with its `field`, and the same `field: message` text)
-    so that callers still catching PolicyError answer it exactly as before.
-    """
-
-    def __init__(self, problems: Iterable[Problem]) -> None:
-        self.problems = tuple(problems)
-        if not self.problems:
-            raise TypeError("ProfileInputError needs at least one problem")
-        self.field = self.problems[0].path  # type: ignore[method-assign,assignment]
-        # Not InvalidInput.__init__: its super() call would reach PolicyError's signature.
-        Exception.__init__(self, "; ".join(f"{p.path}: {p.message}" for p in self.problems))
 
 
 def default_profile() -> CompactionProfile:
@@ -72,14 +52,14 @@ def default_profile() -> CompactionProfile:
 def profile_for(session: Session | None, name: str | None = None) -> CompactionProfile:
     """The profile named `name`, else the session's, else the default; always a fresh read.
 
-    An unknown name is an InvalidInput (a ProfileInputError) on the field `profile`: a 422
-    in the API.
+    An unknown name is an InvalidInput on the field `profile`: a 422 in the API and the
+    pages, a CommandError naming the field in `manage.py compact`.
     """
     if name:
         profile = CompactionProfile.objects.filter(name=name).first()
         if profile is None:
             known = ", ".join(CompactionProfile.objects.values_list("name", flat=True))
-            raise ProfileInputError.field("profile", f"unknown profile {name!r}; known: {known}")
+            raise InvalidInput.field("profile", f"unknown profile {name!r}; known: {known}")
         return profile
     if session is not None and session.profile_id is not None:
         profile = CompactionProfile.objects.filter(pk=session.profile_id).first()
@@ -89,10 +69,17 @@ def profile_for(session: Session | None, name: str | None = None) -> CompactionP
 
 
 def policy_for(session: Session | None, profile: CompactionProfile | None = None) -> Policy:
-    """The engine Policy of `profile` (default: the session's), with the session's limit."""
+    """The engine Policy of `profile` (default: the session's), with the session's limit.
+
+    A stored profile the engine refuses (one written around the admin's checks) is an
+    InvalidInput naming the policy field, not the engine's PolicyError.
+    """
     profile = profile or profile_for(session)
     limit = session.context_limit if session is not None else None
-    return profile.to_policy(context_limit=limit)
+    try:
+        return profile.to_policy(context_limit=limit)
+    except PolicyError as error:
+        raise engine_error(error) from error
 
 
 def summary_model(profile: CompactionProfile) -> str:
@@ -124,9 +111,7 @@ def summarizer_for(profile: CompactionProfile) -> Summarizer:
     model = summary_model(profile)
     api_key = str(getattr(settings, "ANTHROPIC_API_KEY", "") or "")
     if kind == CompactionProfile.SummarizerKind.ANTHROPIC and not model:
-        raise ProfileInputError.field(
-            "summary_model", "the anthropic summarizer needs a summary model"
-        )
+        raise InvalidInput.field("summary_model", "the anthropic summarizer needs a summary model")
     if kind == CompactionProfile.SummarizerKind.ANTHROPIC or (
         kind == CompactionProfile.SummarizerKind.AUTO and api_key and model
     ):

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from compaction import ArchiveError
-
 from ..models import Compaction, ContextEntry, Session
-from .archives import ArchivedEntry, ArchiveUnavailable
-from .archives import read_archive as read_archive_of
+from .archives import ArchivedEntry, read_archive
 from .errors import Conflict, NotFound
 from .writeback import refresh_session_totals
 
-__all__ = ["blocking_compaction", "read_archive", "revert_compaction"]
+__all__ = ["blocking_compaction", "revert_compaction"]
 
 logger = logging.getLogger("sessions_app")
 
@@ -42,7 +38,7 @@ def revert_compaction(session: Session, number: int) -> Compaction:
                 f"revert #{blocker.number} first",
                 blocking=blocker.number,
             )
-        archive = read_archive_of(compaction)
+        archive = read_archive(compaction)
         ContextEntry.objects.filter(session=locked, compaction=compaction).delete()
         ContextEntry.objects.bulk_create([_restored(locked, item) for item in archive.entries])
         for item in archive.transformed:
@@ -88,18 +84,6 @@ def _newest_overlapping(compaction: Compaction) -> Compaction | None:
         .order_by("-number")
         .first()
     )
-
-
-def read_archive(compaction: Compaction) -> dict[str, Any]:
-    """The archive of `compaction` as its JSON document (the admin page shows it).
-
-    Kept for sessions_app/admin.py, which catches the engine's ArchiveError; new code reads
-    `sessions_app.services.archives.read_archive` (a typed Archive).
-    """
-    try:
-        return read_archive_of(compaction).to_dict()
-    except ArchiveUnavailable as error:
-        raise ArchiveError(str(error)) from error
 
 
 def _restored(session: Session, item: ArchivedEntry) -> ContextEntry:

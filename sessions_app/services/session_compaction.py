@@ -35,7 +35,7 @@ from ..nul import strip_nul
 from ..storage import BLOB_PREFIX, DjangoStorageBlobStore
 from .archives import ArchiveUnavailable
 from .entries import ENTRY_KEY
-from .errors import InvalidInput, ServiceError, engine_error
+from .errors import InvalidInput, engine_error
 from .policies import policy_for, profile_for, summarizer_for, summary_model
 from .reverting import revert_compaction
 from .sessions import refresh_totals
@@ -131,8 +131,6 @@ def compact_session(
             on_event=on_event,
             force=force,
         )
-    except ServiceError:
-        raise  # already the service's own (a profile error may also be a PolicyError)
     except CompactionError as error:
         raise engine_error(error) from error
 

@@ -14,7 +14,6 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from compaction import (
-    CompactionError,
     Problem,
     message_token_counts,
     tool_use_ids,
@@ -25,7 +24,7 @@ from ..models import Compaction, CompactionProfile, ContextEntry, Message, Sessi
 from ..storage import BLOB_PREFIX, delete_stored_quietly
 from ..unstorable import unstorable_problems
 from .entries import entry_message, split_message
-from .errors import InvalidInput, ServiceError, VersionConflict, engine_error
+from .errors import InvalidInput, VersionConflict
 from .errors import Problem as FieldProblem
 from .extras import extra_problems, message_time
 from .policies import profile_for
@@ -148,12 +147,7 @@ def _checked_fields(
     """create_session's fields beside the messages checked; the chosen profile."""
     if context_limit is not None and not 0 < context_limit <= MAX_CONTEXT_LIMIT:
         raise InvalidInput.field("context_limit", f"must be between 1 and {MAX_CONTEXT_LIMIT}")
-    try:
-        chosen = profile_for(None, profile) if isinstance(profile, str) else profile
-    except ServiceError:
-        raise
-    except CompactionError as error:  # an unknown profile name
-        raise engine_error(error) from error
+    chosen = profile_for(None, profile) if isinstance(profile, str) else profile
     fields = [
         *unstorable_problems(title, "title"),
         *unstorable_problems(dict(metadata or {}), "metadata"),

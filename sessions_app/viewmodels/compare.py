@@ -9,6 +9,7 @@ sees at all (dropped, not summarized) are marked as such.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import accumulate
@@ -180,38 +181,10 @@ def compare_view(session: Session) -> CompareView:
             rows.append(row)
             continue
         covered.append((seq, seq))
-        tokens_now, tokens_before = entry["token_count"], entry["message__token_count"]
-        if entry["changed"] and changed < MAX_CHANGED_ROWS:
-            changed += 1
-            rows.append(
-                CompareRow(
-                    "changed",
-                    seq,
-                    seq,
-                    1,
-                    tokens_now,
-                    tokens_before,
-                    position=entry["position"],
-                    entry_pk=entry["pk"],
-                )
-            )
-            continue
-        kind = "changed" if entry["changed"] else "same"
-        last = rows[-1] if rows else None
-        if (
-            last is not None
-            and last.kind == kind
-            and last.entry_pk is None
-            and last.last_seq == seq - 1
-        ):
-            last.last_seq = seq
-            last.count += 1
-            last.tokens_now += tokens_now
-            last.tokens_before += tokens_before
-            continue
-        rows.append(
-            CompareRow(kind, seq, seq, 1, tokens_now, tokens_before, position=entry["position"])
-        )
+        # The first MAX_CHANGED_ROWS changed entries get a row each (with their diff).
+        alone = bool(entry["changed"]) and changed < MAX_CHANGED_ROWS
+        changed += 1 if alone else 0
+        _add_message_row(rows, entry, seq, alone=alone)
     for first, last_seq in _uncovered_runs(history.seqs, covered):
         count, before = history.span(first, last_seq)
         rows.append(CompareRow("dropped", first, last_seq, count, 0, before))
@@ -223,4 +196,42 @@ def compare_view(session: Session) -> CompareView:
         entries_now=len(entries),
         tokens_before=history.tokens,
         messages_before=len(history.seqs),
+    )
+
+
+def _add_message_row(
+    rows: list[CompareRow], entry: Mapping[str, Any], seq: int, *, alone: bool
+) -> None:
+    """Add the row of one message entry: its own row when `alone`, else joined to the
+    previous row of the same kind when it continues that row's run of seqs."""
+    tokens_now, tokens_before = entry["token_count"], entry["message__token_count"]
+    kind = "changed" if entry["changed"] else "same"
+    if alone:
+        rows.append(
+            CompareRow(
+                kind,
+                seq,
+                seq,
+                1,
+                tokens_now,
+                tokens_before,
+                position=entry["position"],
+                entry_pk=entry["pk"],
+            )
+        )
+        return
+    last = rows[-1] if rows else None
+    if (
+        last is not None
+        and last.kind == kind
+        and last.entry_pk is None
+        and last.last_seq == seq - 1
+    ):
+        last.last_seq = seq
+        last.count += 1
+        last.tokens_now += tokens_now
+        last.tokens_before += tokens_before
+        return
+    rows.append(
+        CompareRow(kind, seq, seq, 1, tokens_now, tokens_before, position=entry["position"])
     )

@@ -185,6 +185,28 @@ def token_timeline(session: Session, limits: Limits) -> TimelineChart:
     )
 
 
+@dataclass(frozen=True)
+class _Scale:
+    """Chart coordinates of a message index (x) and a token count (y)."""
+
+    count: int
+    y_max: float
+
+    @property
+    def bottom(self) -> int:
+        """The y of the plot's bottom edge."""
+        return HEIGHT - BOTTOM
+
+    def x(self, index: float) -> float:
+        """The x of message `index` (of `count`)."""
+        return round(LEFT + (WIDTH - LEFT - RIGHT) * index / self.count, 1)
+
+    def y(self, value: float) -> float:
+        """The y of `value` tokens (a little above the top at most)."""
+        plot_h = HEIGHT - TOP - BOTTOM
+        return round(self.bottom - plot_h * min(value, self.y_max * 1.02) / self.y_max, 1)
+
+
 def _build(session: Session, limits: Limits) -> TimelineChart:
     rows = message_tokens(session)
     compactions = drawn_compactions(session)
@@ -192,20 +214,9 @@ def _build(session: Session, limits: Limits) -> TimelineChart:
     n = max(1, len(rows))
     runtime_max = max((p.runtime for p in points), default=0)
     full_max = points[-1].full if points else 0
-    y_max = max(limits.context_limit, runtime_max) * 1.08 or 1
-    plot_w = WIDTH - LEFT - RIGHT
-    plot_h = HEIGHT - TOP - BOTTOM
-    bottom = TOP + plot_h
-
-    def x(index: float) -> float:
-        return round(LEFT + plot_w * index / n, 1)
-
-    def y(value: float) -> float:
-        return round(bottom - plot_h * min(value, y_max * 1.02) / y_max, 1)
-
-    thin = points
-    runtime_points = " ".join(f"{x(p.index)},{y(p.runtime)}" for p in thin)
-    ticks = [0.25, 0.5, 0.75, 1.0]
+    scale = _Scale(count=n, y_max=max(limits.context_limit, runtime_max) * 1.08 or 1)
+    x, y, bottom = scale.x, scale.y, scale.bottom
+    runtime_points = " ".join(f"{x(p.index)},{y(p.runtime)}" for p in points)
     x_tick_count = min(5, len(rows))
     return TimelineChart(
         width=WIDTH,
@@ -214,36 +225,36 @@ def _build(session: Session, limits: Limits) -> TimelineChart:
         plot_right=WIDTH - RIGHT,
         plot_top=TOP,
         plot_bottom=bottom,
-        full_points=" ".join(f"{x(p.index)},{y(p.full)}" for p in thin),
+        full_points=" ".join(f"{x(p.index)},{y(p.full)}" for p in points),
         runtime_points=runtime_points,
-        runtime_area=f"{x(0)},{bottom} {runtime_points} {x(thin[-1].index)},{bottom}",
+        runtime_area=f"{x(0)},{bottom} {runtime_points} {x(points[-1].index)},{bottom}",
         limit_y=y(limits.context_limit),
         threshold_y=y(limits.threshold),
         y_ticks=[
             ChartTick(y(limits.context_limit * t), short_tokens(limits.context_limit * t))
-            for t in ticks
+            for t in (0.25, 0.5, 0.75, 1.0)
         ],
         x_ticks=[
             ChartTick(x(n * i / x_tick_count), str(round(n * i / x_tick_count)))
             for i in range(1, x_tick_count + 1)
         ],
-        markers=_stagger_labels(
-            [
-                ChartMarker(
-                    number=c.number,
-                    x=x(before.index),
-                    y_before=y(before.runtime),
-                    y_after=y(after.runtime),
-                    tokens_before=int(c.tokens_before),
-                    tokens_after=int(c.tokens_after),
-                    trigger=c.trigger,
-                    reverted=c.status != Compaction.Status.SUCCEEDED,
-                )
-                for before, after, c in events
-            ]
-        ),
+        markers=_stagger_labels([_marker(scale, *event) for event in events]),
         full_total=full_max,
         runtime_total=int(session.context_tokens),
-        full_off_scale=full_max > y_max,
+        full_off_scale=full_max > scale.y_max,
         message_count=len(rows),
+    )
+
+
+def _marker(scale: _Scale, before: _Point, after: _Point, compaction: Compaction) -> ChartMarker:
+    """The drop of `compaction`, from the runtime point `before` to `after`."""
+    return ChartMarker(
+        number=compaction.number,
+        x=scale.x(before.index),
+        y_before=scale.y(before.runtime),
+        y_after=scale.y(after.runtime),
+        tokens_before=int(compaction.tokens_before),
+        tokens_after=int(compaction.tokens_after),
+        trigger=compaction.trigger,
+        reverted=compaction.status != Compaction.Status.SUCCEEDED,
     )

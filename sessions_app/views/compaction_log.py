@@ -17,6 +17,7 @@ from sessions_app.services.archives import ArchiveUnavailable, read_archive
 from sessions_app.viewmodels.blocks import build_message_views
 
 from .common import owned_compaction
+from .failures import service_errors
 
 __all__ = ["ArchivedEntry", "compaction_compare"]
 
@@ -51,8 +52,13 @@ class ArchivedEntry:
 
 @login_required
 @require_GET
+@service_errors
 def compaction_compare(request: HttpRequest, session_id: uuid.UUID, number: int) -> HttpResponse:
-    """Before (the exact entries the compaction replaced) vs after (its summary)."""
+    """Before (the exact entries the compaction replaced) vs after (its summary).
+
+    An unreadable archive is shown as a notice in the "before" column, not as a failure:
+    the summary (the "after" column) is still worth showing.
+    """
     compaction = owned_compaction(request, session_id, number)
     error = ""
     entries: list[ArchivedEntry] = []

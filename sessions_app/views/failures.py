@@ -11,10 +11,9 @@ API under /api/, which maps the tree to JSON in ctxweb/api.py, is never touched)
 An htmx request gets only the notice (base.html's htmx config swaps 409, 422 and 503 into
 the page, so the message shows where the action was asked); a plain request gets a page.
 
-While services still raise the engine's errors (sessions_app/services/ is moving to the
-service tree), those are answered here too: a storage or summary-model failure
-(`BlobStoreError`, `SummaryError`) as unavailable, any other `CompactionError` as invalid
-input. Views never catch them themselves.
+Services translate the engine's own errors (`compaction.CompactionError`) into the tree, so
+none reaches a view; one that did would be a bug (500), never a 422. Views never catch
+service errors themselves.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ from typing import Final, ParamSpec
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from compaction import BlobStoreError, CompactionError, SummaryError
 from sessions_app.services.errors import (
     Conflict,
     InvalidInput,
@@ -43,24 +41,19 @@ __all__ = ["FAILURE_TEMPLATE", "failure_response", "service_errors"]
 logger = logging.getLogger("sessions_app")
 
 FAILURE_TEMPLATE: Final = "sessions/failure.html"
-#: Retry-After of a 503 raised by the engine's errors (the service tree carries its own).
-RETRY_AFTER_SECONDS: Final = 5
-
 P = ParamSpec("P")
 
 
-def _status(error: Exception) -> tuple[int, dict[str, str]]:
+def _status(error: ServiceError) -> tuple[int, dict[str, str]]:
     """The status and extra headers that answer `error`."""
     if isinstance(error, Unavailable):
         return 503, {"Retry-After": str(error.retry_after)}
-    if isinstance(error, BlobStoreError | SummaryError):
-        return 503, {"Retry-After": str(RETRY_AFTER_SECONDS)}
     if isinstance(error, Conflict):
         return 409, {}
     return 422, {}
 
 
-def _message(error: Exception) -> str:
+def _message(error: ServiceError) -> str:
     if isinstance(error, InvalidInput):
         problem = error.first
         return (
@@ -71,8 +64,8 @@ def _message(error: Exception) -> str:
     return str(error) or type(error).__name__
 
 
-def failure_response(request: HttpRequest, error: ServiceError | CompactionError) -> HttpResponse:
-    """The response to a service (or, for now, engine) error raised by a view."""
+def failure_response(request: HttpRequest, error: ServiceError) -> HttpResponse:
+    """The response to a service error raised by a view."""
     if isinstance(error, NotFound):
         raise Http404(str(error)) from error
     status, headers = _status(error)
@@ -86,13 +79,13 @@ def failure_response(request: HttpRequest, error: ServiceError | CompactionError
 
 
 def service_errors(view: Callable[P, HttpResponse]) -> Callable[P, HttpResponse]:
-    """`view`, with service errors (and, for now, engine errors) answered as pages."""
+    """`view`, with service errors answered as pages."""
 
     @functools.wraps(view)
     def wrapped(*args: P.args, **kwargs: P.kwargs) -> HttpResponse:
         try:
             return view(*args, **kwargs)
-        except (ServiceError, CompactionError) as error:
+        except ServiceError as error:
             request = args[0]
             if not isinstance(request, HttpRequest):  # every view's first argument
                 raise

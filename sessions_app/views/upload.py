@@ -1,4 +1,9 @@
-"""Importing a transcript file from the sessions list (through the importers' `import_file`)."""
+"""Importing a transcript file from the sessions list (through the importers' `import_file`).
+
+A file that cannot be imported (`InvalidInput` naming the file or its format) is form
+feedback: the list page again with a message naming the file, like an empty form. Any other
+service error (storage unavailable...) is answered by `failures.service_errors`.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,8 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from sessions_app.services.errors import InvalidInput
 from sessions_app.services.importing import import_file
+
+from .failures import service_errors
 
 __all__ = ["FORMAT_CHOICES", "ImportForm", "import_transcript"]
 
@@ -43,6 +50,7 @@ class ImportForm(forms.Form):
 
 @login_required
 @require_POST
+@service_errors
 def import_transcript(request: HttpRequest) -> HttpResponse:
     """Import the uploaded file as a session of the user (the one it made before, updated,
     when the same transcript was imported already), then open it."""

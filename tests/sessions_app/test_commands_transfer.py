@@ -107,7 +107,7 @@ def test_compact_errors(user: Any) -> None:
     with pytest.raises(CommandError, match="at least 4"):
         run("compact", "ab")
     session = Session.objects.create(owner=user, title="empty")
-    with pytest.raises(CommandError, match="unknown profile"):
+    with pytest.raises(CommandError, match=r"^profile: unknown profile 'nope'"):
         run("compact", str(session.pk), profile="nope")
     out, _ = run("compact", str(session.pk))
     assert out.startswith("not compacted: ")

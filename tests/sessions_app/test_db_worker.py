@@ -167,9 +167,9 @@ def test_the_command_writes_a_heartbeat_with_its_worker_id(monkeypatch: Any) -> 
     )
     beat = read_worker_heartbeat()
     assert beat is not None
-    assert beat["worker_id"] == "beat-1"
-    assert beat["state"] == "polling"
-    assert timezone.now() - beat["at"] < timedelta(minutes=5)
+    assert beat.worker_id == "beat-1"
+    assert beat.state == "polling"
+    assert timezone.now() - beat.at < timedelta(minutes=5)
 
 
 def test_a_heartbeat_replaces_the_previous_one(tmp_path: Any) -> None:
@@ -178,7 +178,7 @@ def test_a_heartbeat_replaces_the_previous_one(tmp_path: Any) -> None:
     write_worker_heartbeat("b", "reconnecting", now=stamp)
     beat = read_worker_heartbeat()
     assert beat is not None
-    assert (beat["worker_id"], beat["state"], beat["at"]) == ("b", "reconnecting", stamp)
+    assert (beat.worker_id, beat.state, beat.at) == ("b", "reconnecting", stamp)
     folder = tmp_path / "blobs" / "health"
     if folder.exists():
         assert [p.name for p in folder.iterdir()] == ["worker-heartbeat.json"]

@@ -31,11 +31,22 @@ def test_a_named_profile_wins_and_an_unknown_name_is_invalid_input(make_session:
         profile_for(session, "nope")
     assert info.value.first.path == "profile"
     assert "balanced" in info.value.first.message
-    # Still the engine's PolicyError, for the callers that catch that (same field, text).
+    # The service's own error, no longer also the engine's PolicyError.
     error: Exception = info.value
-    assert isinstance(error, PolicyError)
-    assert error.field == "profile"
+    assert not isinstance(error, PolicyError)
     assert str(error).startswith("profile: unknown profile 'nope'; known: ")
+
+
+def test_a_stored_profile_the_engine_refuses_is_invalid_input(
+    make_session: Any, make_profile: Any
+) -> None:
+    profile = make_profile("broken")
+    CompactionProfile.objects.filter(pk=profile.pk).update(trigger_ratio=7)
+    session = make_session(messages=[], profile=profile)
+    with pytest.raises(InvalidInput) as info:
+        policy_for(session)
+    assert info.value.first.path == "trigger_ratio"
+    assert isinstance(info.value.__cause__, PolicyError)
 
 
 def test_profiles_are_read_fresh_on_every_call(make_session: Any, make_profile: Any) -> None:
@@ -75,10 +86,9 @@ def test_auto_is_anthropic_with_a_key_and_a_model(settings: Any, make_profile: A
 
 def test_anthropic_without_a_model_is_invalid_input(settings: Any, make_profile: Any) -> None:
     settings.CTXWEB_SUMMARY_MODEL = ""
-    with pytest.raises(PolicyError) as info:
+    with pytest.raises(InvalidInput) as info:
         summarizer_for(make_profile(summarizer="anthropic"))
-    error: Exception = info.value
-    assert isinstance(error, InvalidInput)
+    error = info.value
     assert error.first.path == "summary_model"
     assert error.first.message == "the anthropic summarizer needs a summary model"
 

@@ -37,8 +37,6 @@ def _request(htmx: bool) -> HttpRequest:
         (InvalidInput.field("profile", "Unknown profile 'x'."), 422, "Unknown profile"),
         (Conflict("revert #2 first", blocking=2), 409, "revert #2 first"),
         (Unavailable("summary model down", retry_after=7), 503, "summary model down"),
-        (SummaryError("the model failed"), 503, "the model failed"),  # engine, for now
-        (PolicyError("context_limit", "too small"), 422, "too small"),  # engine, for now
     ],
 )
 @pytest.mark.parametrize("htmx", [True, False], ids=["htmx", "page"])
@@ -65,3 +63,14 @@ def test_not_found_is_the_404_page() -> None:
 def test_other_errors_are_not_swallowed() -> None:
     with pytest.raises(RuntimeError):
         _view(RuntimeError("a bug"))(_request(True))
+
+
+@pytest.mark.parametrize(
+    "error",
+    [SummaryError("the model failed"), PolicyError("context_limit", "too small")],
+    ids=["summary", "policy"],
+)
+def test_an_engine_error_reaching_a_view_is_a_bug_not_a_notice(error: Exception) -> None:
+    # Services translate the engine's errors (services/errors.py `engine_error`).
+    with pytest.raises(type(error)):
+        _view(error)(_request(True))

@@ -39,6 +39,7 @@ class Command(BaseCommand):
                 dry_run=options["dry_run"],
             )
         except ServiceError as error:
+            # An InvalidInput's text names each field ("profile: unknown profile 'x'...").
             raise CommandError(str(error)) from error
         result = outcome.result
         stats = result.stats if result is not None else None

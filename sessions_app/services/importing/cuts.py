@@ -74,7 +74,7 @@ def _records(data: bytes) -> Iterator[tuple[int, Mapping[str, Any]]]:
 
 @dataclass
 class _Claude:
-    """The part of claude_code._Thread's state that decides whether a line starts clean."""
+    """The part of claude_code_thread.Thread's state that decides whether a line starts clean."""
 
     mid: str | None = None
     reply: bool = False
