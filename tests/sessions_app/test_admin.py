@@ -160,7 +160,7 @@ def test_api_keys_are_shown_once_and_revocable(admin_client: Client, user: Any) 
 
 
 CONFIGS = "/admin/sessions_app/summarizerconfig/"
-CUSTOM = "tests.sessions_app.test_services_policies.KeywordSummarizer"
+CUSTOM = "tests.sessions_app.services.test_policies.KeywordSummarizer"
 
 
 def config_data(**changes: Any) -> dict[str, Any]:
@@ -200,7 +200,7 @@ def config_data(**changes: Any) -> dict[str, Any]:
         (
             {
                 "provider": "custom",
-                "class_path": "tests.sessions_app.test_services_policies.NeedsEndpoint",
+                "class_path": "tests.sessions_app.services.test_policies.NeedsEndpoint",
             },
             "class_path",
             "constructor cannot be called",

@@ -26,7 +26,7 @@ from tests.support.histories import user
 
 pytestmark = pytest.mark.django_db
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 #: 30 s into a minute: a 60-second window has 30 s left.
 NOW = 1_800_000_030.0
 TINY = {"messages": [{"role": "user", "content": "hi"}]}
