@@ -119,3 +119,27 @@ def test_a_compaction_redraws_the_history_and_open_rows_stay_open(
     assert reopened.get_attribute("aria-expanded") == "true"
     assert page.locator(f"#{tool_id}").is_visible()
     assert watch.errors == []
+
+
+def test_no_polling_while_the_tab_is_hidden(
+    page: Any, live_server: Any, browser_session: Any, watch: Watch
+) -> None:
+    session = browser_session.session
+    login(page, live_server.url)
+    page.goto(f"{live_server.url}/sessions/{session.pk}/")
+    page.wait_for_selector("#history")
+    page.evaluate(
+        "Object.defineProperty(document, 'visibilityState', {value: 'hidden', configurable: true})"
+    )
+    asked = len([url for url in watch.requests if "/changes/" in url])
+    page.wait_for_timeout(4000)  # more than one polling period
+    assert len([url for url in watch.requests if "/changes/" in url]) == asked
+    # Shown again: one poll at once, without waiting for the next period.
+    page.evaluate(
+        "Object.defineProperty(document, 'visibilityState', "
+        "{value: 'visible', configurable: true});"
+        "document.dispatchEvent(new Event('visibilitychange'))"
+    )
+    page.wait_for_timeout(500)
+    assert len([url for url in watch.requests if "/changes/" in url]) == asked + 1
+    assert watch.errors == []
