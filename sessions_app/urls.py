@@ -6,6 +6,7 @@ from django.urls import path
 
 from .views import (
     actions,
+    changes,
     compaction_log,
     history,
     session_detail,
@@ -22,7 +23,9 @@ _C = f"{_S}compactions/<int:number>/"
 urlpatterns = [
     path("", sessions_list.session_list, name="session_list"),
     path("import/", upload.import_transcript, name="import"),
+    path("changes/", changes.list_changes, name="list_changes"),
     path(_S, session_detail.session_detail, name="session"),
+    path(f"{_S}changes/", changes.session_changes, name="session_changes"),
     path(f"{_S}overview/", session_detail.overview, name="overview"),
     path(f"{_S}tabs/<slug:tab>/", tabs.tab_view, name="tab"),
     path(f"{_S}context.json", tabs.context_download, name="context_download"),

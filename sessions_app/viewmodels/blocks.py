@@ -15,17 +15,21 @@ from datetime import datetime
 from typing import Any, Final, Protocol
 
 from compaction import SUMMARY_PREFIX, blocks_of, is_meta, is_summary_message, tool_result_text
+from sessions_app.selectors.subagents import SubagentLink
 
 __all__ = [
     "OFFLOAD_PATTERN",
     "BlockView",
     "MessageLike",
     "MessageView",
+    "SubagentLink",
     "ToolResultView",
+    "UsageView",
     "build_message_views",
     "key_argument",
     "offloaded_path",
     "result_text",
+    "usage_view",
 ]
 
 #: Text blocks longer than this are cut in the page (the rest loads on demand).
@@ -79,6 +83,59 @@ class BlockView:
     input_json: str = ""
     input_truncated: bool = False
     result: ToolResultView | None = None
+    #: The subagent session this tool call (`Agent`/`Task`) started, when known.
+    subagent: SubagentLink | None = None
+
+
+@dataclass(frozen=True)
+class UsageView:
+    """The token usage the agent (or the proxied API) reported for a message.
+
+    `input_tokens` is everything the model read (cache reads and writes included),
+    `cached_tokens` the part read from the prompt cache; `total` is what the post-call check
+    compares with the threshold (sessions_app/services/auto.py, `usage_tokens`).
+    """
+
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+
+    @property
+    def total(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+def _count(usage: Mapping[str, Any], *keys: str) -> int:
+    total = 0
+    for key in keys:
+        value = usage.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+            total += int(value)
+    return total
+
+
+def usage_view(usage: Any) -> UsageView | None:
+    """A reported usage object (Anthropic, OpenAI chat or Responses, Codex) as a view;
+    None when `usage` holds no token count."""
+    if not isinstance(usage, Mapping):
+        return None
+    details = usage.get("input_tokens_details") or usage.get("prompt_tokens_details")
+    nested_cached = _count(details, "cached_tokens") if isinstance(details, Mapping) else 0
+    if "cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage:
+        # Anthropic: input_tokens excludes what was read from or written to the cache.
+        read = _count(usage, "cache_read_input_tokens")
+        inputs = _count(usage, "input_tokens", "cache_creation_input_tokens") + read
+        view = UsageView(inputs, _count(usage, "output_tokens"), read)
+    elif "prompt_tokens" in usage or "completion_tokens" in usage:
+        view = UsageView(
+            _count(usage, "prompt_tokens"), _count(usage, "completion_tokens"), nested_cached
+        )
+    else:
+        # Codex and the Responses API: input_tokens already includes the cached part.
+        cached = _count(usage, "cached_input_tokens") or nested_cached
+        view = UsageView(_count(usage, "input_tokens"), _count(usage, "output_tokens"), cached)
+    return view if view.total else None
 
 
 @dataclass
@@ -98,6 +155,8 @@ class MessageView:
     #: Unique among the views built together, for element ids: the seq, or `x<index>` for a
     #: message without one (an earlier summary inside a compaction's archive).
     key: str = ""
+    #: The usage the agent reported for this message (its `usage`), beside ctxweb's count.
+    usage: UsageView | None = None
 
 
 def _cut(text: str, limit: int) -> tuple[str, bool]:
@@ -190,6 +249,7 @@ def _block_view(
     results: Mapping[str, ToolResultView],
     seq: int | None,
     limits: _Limits,
+    subagents: Mapping[str, SubagentLink],
 ) -> BlockView:
     kind = str(block.get("type", ""))
     if kind == "text":
@@ -214,6 +274,7 @@ def _block_view(
             input_json=input_json,
             input_truncated=input_truncated,
             result=results.get(tool_id),
+            subagent=subagents.get(tool_id),
         )
     if kind == "tool_result":
         return BlockView("tool_result", result=_result_view(block, seq, limits.tool))
@@ -253,15 +314,8 @@ class MessageLike(Protocol):
     def token_count(self) -> int: ...
 
 
-def build_message_views(rows: Iterable[MessageLike], *, full: bool = False) -> list[MessageView]:
-    """Display views of messages in order, each tool call paired with its result.
-
-    Long texts are cut to a preview unless `full`. A message without a seq (an earlier
-    summary in an archive) is never cut: there is no stored message to load the rest from.
-    A tool_result whose call is in `rows` is shown inside that call's row; a message left
-    with nothing to show is marked hidden.
-    """
-    rows = list(rows)
+def _pairs(rows: Sequence[MessageLike], full: bool) -> tuple[dict[str, ToolResultView], set[str]]:
+    """The tool results of `rows` by the id of the call they answer, and the ids called."""
     results: dict[str, ToolResultView] = {}
     for row in rows:
         for block in blocks_of({"content": row.content}):
@@ -274,6 +328,26 @@ def build_message_views(rows: Iterable[MessageLike], *, full: bool = False) -> l
         for block in blocks_of({"content": row.content})
         if block.get("type") == "tool_use"
     }
+    return results, called
+
+
+def build_message_views(
+    rows: Iterable[MessageLike],
+    *,
+    full: bool = False,
+    subagents: Mapping[str, SubagentLink] | None = None,
+) -> list[MessageView]:
+    """Display views of messages in order, each tool call paired with its result.
+
+    Long texts are cut to a preview unless `full`. A message without a seq (an earlier
+    summary in an archive) is never cut: there is no stored message to load the rest from.
+    A tool_result whose call is in `rows` is shown inside that call's row; a message left
+    with nothing to show is marked hidden. A tool call whose id is a key of `subagents`
+    links to the subagent session it started.
+    """
+    rows = list(rows)
+    links = subagents or {}
+    results, called = _pairs(rows, full)
     views: list[MessageView] = []
     for index, row in enumerate(rows):
         limits = _limits(row, full)
@@ -293,14 +367,22 @@ def build_message_views(rows: Iterable[MessageLike], *, full: bool = False) -> l
                 role=row.role,
                 created_at=row.created_at,
                 token_count=row.token_count,
-                blocks=[_block_view(b, results, row.seq, limits) for b in shown],
+                blocks=[_block_view(b, results, row.seq, limits, links) for b in shown],
                 is_summary=summary,
                 is_meta=is_meta(as_dict),
                 hidden=bool(raw_blocks) and not shown,
                 key=str(row.seq) if row.seq is not None else f"x{index}",
+                usage=_reported_usage(row),
             )
         )
     return views
+
+
+def _reported_usage(row: MessageLike) -> UsageView | None:
+    extra = row.extra
+    if row.role != "assistant" or not isinstance(extra, Mapping):
+        return None
+    return usage_view(extra.get("usage"))
 
 
 def _limits(row: MessageLike, full: bool) -> _Limits:

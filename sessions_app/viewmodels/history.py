@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import math
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final, Literal
@@ -24,6 +24,7 @@ from sessions_app.compaction_tree import CompactionTree as SharedTree
 from sessions_app.models import Compaction, Message, Session
 from sessions_app.selectors.compactions import session_compactions
 from sessions_app.selectors.history import HistoryLevel, message_times
+from sessions_app.selectors.subagents import SubagentLink, subagent_links
 
 from .blocks import MessageView, build_message_views
 
@@ -214,6 +215,26 @@ def _gaps(
     return gaps
 
 
+def _folded(
+    level: HistoryLevel,
+    lo: float | None,
+    hi: float | None,
+    keys: list[float],
+    links: Mapping[str, SubagentLink],
+) -> list[tuple[float, Item]]:
+    """The untaken messages in (lo, hi) as gap rows; a small gap's messages are drawn."""
+    items: list[tuple[float, Item]] = []
+    small: list[Message] = []
+    for gap in _gaps(level, lo, hi, keys):
+        if gap.count <= SMALL_GAP:
+            # Not worth a row of its own: draw its few messages.
+            small += level.messages(gap.lo, gap.hi)
+        else:
+            items.append((gap.lo + 0.25, gap))
+    items += [(float(v.seq or 0), v) for v in build_message_views(small, subagents=links)]
+    return items
+
+
 def history_window(
     session: Session,
     *,
@@ -222,14 +243,17 @@ def history_window(
     lo: float | None = None,
     hi: float | None = None,
     limit: int = PAGE_SIZE,
+    subagents: Mapping[str, SubagentLink] | None = None,
 ) -> HistoryWindow:
     """A window of the top level (parent None) or of a marker's originals, within (lo, hi).
 
     All markers of the level in the bounds are included, in their places; `limit` messages
     are drawn (the newest at the top level, the oldest inside a marker) and the rest fold
     into gap rows that load on demand. A window never separates a tool call from its result.
+    Tool calls that started a subagent session link to it (`subagents`, read when None).
     """
     tree = tree or CompactionTree.for_session(session)
+    links = subagent_links(session) if subagents is None else subagents
     direction: Direction = "newest" if parent is None else "oldest"
     children = tree.children(parent)
     level = HistoryLevel(session, parent, children)
@@ -241,7 +265,7 @@ def history_window(
     ]
     items: list[tuple[float, Item]] = [
         (float(view.seq if view.seq is not None else 0), view)
-        for view in build_message_views(window)
+        for view in build_message_views(window, subagents=links)
     ]
     markers = [tree.marker(c) for _, c in keyed]
     items += [(key, marker) for (key, _), marker in zip(keyed, markers, strict=True)]
@@ -252,14 +276,8 @@ def history_window(
             rest_lo, rest_hi = lo, float(window[0].seq)
         else:
             rest_lo, rest_hi = float(window[-1].seq), hi
-        small: list[Message] = []
-        for gap in _gaps(level, rest_lo, rest_hi, [key for key, _ in keyed]):
-            if gap.count <= SMALL_GAP:
-                # Not worth a row of its own: draw its few messages.
-                small += level.messages(gap.lo, gap.hi)
-            else:
-                items.append((gap.lo + 0.25, gap))
-        items += [(float(view.seq or 0), view) for view in build_message_views(small)]
+        keys = [key for key, _ in keyed]
+        items += _folded(level, rest_lo, rest_hi, keys, links)
     items.sort(key=lambda pair: pair[0])
     return HistoryWindow(
         items=[item for _, item in items], parent=parent, direction=direction, markers=markers

@@ -1,12 +1,14 @@
 """The sessions list page: one owner's sessions searched, sorted and paged, with limits.
 
 The search rule, the sorts and the cursor are the selectors' (sessions_app/selectors/
-sessions.py), shared with `GET /api/sessions`.
+sessions.py), shared with `GET /api/sessions`. Unsearched, the list pages through the
+top-level sessions and shows each one's subagent sessions under it; a search lists every
+match, subagents naming their parent.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from django.db.models import QuerySet
@@ -14,6 +16,7 @@ from django.db.models import QuerySet
 from sessions_app.models import Session
 from sessions_app.selectors.cursors import InvalidCursor
 from sessions_app.selectors.sessions import DEFAULT_SORT, SORTS, SessionSlice, session_slice
+from sessions_app.selectors.subagents import subagents_of, top_level
 
 from .limits import Limits, LimitsResolver
 
@@ -28,6 +31,8 @@ class SessionRow:
 
     session: Session
     limits: Limits
+    #: The subagent sessions grouped under this row (an unsearched list only).
+    children: list[SessionRow] = field(default_factory=list)
 
     @property
     def usage(self) -> float:
@@ -56,14 +61,24 @@ def session_page(
 ) -> SessionPage:
     """One page of `sessions` (already the owner's), searched and sorted. A cursor the
     page did not issue (an old link, a hand-edited URL) opens the first page."""
+    grouped = not query.strip()
+    sessions = top_level(sessions) if grouped else sessions.select_related("parent")
     found: SessionSlice
     try:
         found = session_slice(sessions, search=query, sort=sort, cursor=cursor, limit=limit)
     except InvalidCursor:
         found = session_slice(sessions, search=query, sort=sort, limit=limit)
     resolve = LimitsResolver()
+    children = subagents_of(found.sessions) if grouped else {}
     return SessionPage(
-        rows=[SessionRow(session, resolve(session)) for session in found.sessions],
+        rows=[
+            SessionRow(
+                session,
+                resolve(session),
+                [SessionRow(child, resolve(child)) for child in children.get(session.pk, [])],
+            )
+            for session in found.sessions
+        ],
         sort=found.sort,
         query=found.search,
         next_cursor=found.next_cursor,

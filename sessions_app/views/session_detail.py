@@ -11,8 +11,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from sessions_app.models import Session
+from sessions_app.selectors.changes import SessionStamp
 from sessions_app.selectors.profiles import profiles
 from sessions_app.services import jobs
+from sessions_app.viewmodels.blocks import usage_view
 from sessions_app.viewmodels.gauge import context_gauge
 from sessions_app.viewmodels.limits import limits_for
 from sessions_app.viewmodels.timeline import token_timeline
@@ -42,6 +44,7 @@ def overview_context(session: Session) -> dict[str, Any]:
         "limits": limits,
         "gauge": context_gauge(session, limits),
         "chart": token_timeline(session, limits),
+        "reported": usage_view(session.last_usage),
     }
 
 
@@ -54,6 +57,7 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     tab = request.GET.get("tab", "history")
     if tab not in dict(TABS):
         tab = "history"
+    live = SessionStamp.of(session)  # before anything is read: a later change shows next poll
     context = overview_context(session)
     job = jobs.active_job(session)
     context.update(
@@ -63,6 +67,7 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         job=job,
         done=False,
         phases=job_phases(job) if job else [],
+        live=live,
     )
     context.update(tab_context(request, session, tab))
     return render(request, DETAIL_TEMPLATE, context)

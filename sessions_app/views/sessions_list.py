@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
+from sessions_app.selectors.changes import list_stamp
 from sessions_app.selectors.sessions import owned_sessions
 from sessions_app.viewmodels.listing import SORTS, session_page
 
@@ -13,7 +16,26 @@ from .common import page_or_partial
 from .failures import service_errors
 from .upload import FORMAT_CHOICES
 
-__all__ = ["session_list"]
+__all__ = ["list_context", "session_list"]
+
+
+def list_context(request: HttpRequest) -> dict[str, Any]:
+    """The list's page of sessions for the request's search, sort and cursor, and the stamp
+    its live poll compares (views/changes.py)."""
+    # The stamp first: a change made while the page is read then shows on the next poll.
+    stamp = list_stamp(request.user)
+    page = session_page(
+        owned_sessions(request.user),
+        query=request.GET.get("q", "")[:200],
+        sort=request.GET.get("sort", ""),
+        cursor=request.GET.get("cursor", "")[:500],
+    )
+    return {
+        "page": page,
+        "sorts": SORTS,
+        "formats": FORMAT_CHOICES,
+        "live_stamp": stamp,
+    }
 
 
 @login_required
@@ -21,11 +43,4 @@ __all__ = ["session_list"]
 @service_errors
 def session_list(request: HttpRequest) -> HttpResponse:
     """The list page, or only its results for an HTMX search/sort/page request."""
-    page = session_page(
-        owned_sessions(request.user),
-        query=request.GET.get("q", "")[:200],
-        sort=request.GET.get("sort", ""),
-        cursor=request.GET.get("cursor", "")[:500],
-    )
-    context = {"page": page, "sorts": SORTS, "formats": FORMAT_CHOICES}
-    return page_or_partial(request, "sessions/list.html", "results", context)
+    return page_or_partial(request, "sessions/list.html", "results", list_context(request))

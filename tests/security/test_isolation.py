@@ -45,6 +45,7 @@ API_MATRIX: list[tuple[str, str, Any]] = [
 PAGE_MATRIX: list[tuple[str, str]] = [
     ("GET", "/sessions/{session_id}/"),
     ("GET", "/sessions/{session_id}/overview/"),
+    ("GET", "/sessions/{session_id}/changes/?since=0.0.0"),
     ("GET", "/sessions/{session_id}/context.json"),
     ("GET", "/sessions/{session_id}/tabs/context/"),
     ("GET", "/sessions/{session_id}/tabs/history/"),
