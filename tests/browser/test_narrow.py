@@ -18,6 +18,8 @@ pytestmark = [
 ]
 
 PHONE_WIDTHS = (390, 360)
+#: Tablets and half-screen windows: one column, but the wide layout rules.
+TABLET_WIDTHS = (768, 1024)
 #: Pixels of the document outside the window, sideways (0 when nothing overflows).
 OVERFLOW = "document.documentElement.scrollWidth - window.innerWidth"
 #: What the page shows at the centre of an element: the element itself, or what covers it.
@@ -71,7 +73,7 @@ def open_everything(page: Any) -> None:
         wait_for_htmx_idle(page)
 
 
-@pytest.mark.parametrize("width", PHONE_WIDTHS)
+@pytest.mark.parametrize("width", PHONE_WIDTHS + TABLET_WIDTHS)
 def test_no_page_scrolls_sideways_on_a_phone(
     phone: Any, live_server: Any, browser_session: Any, width: int
 ) -> None:
