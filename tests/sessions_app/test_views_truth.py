@@ -31,10 +31,10 @@ def test_marker_shows_growth_with_a_plus_and_savings_with_a_minus(
     assert '<span class="growth">(+118%)</span>' in text
     assert f"({MINUS}0%)" not in text
     Compaction.objects.filter(pk=outer.pk).update(tokens_before=1000, tokens_after=660)
-    text = logged_in.get(
+    again = logged_in.get(
         reverse("ui:tab", args=[ui_session.session.pk, "history"]), HTTP_HX_REQUEST="true"
     ).content
-    assert f'<span class="saving">({MINUS}34%)</span>' in text.decode()
+    assert f'<span class="saving">({MINUS}34%)</span>' in again.decode()
 
 
 def test_counts_of_one_are_singular(ui_session: UiSession, logged_in: Client) -> None:
