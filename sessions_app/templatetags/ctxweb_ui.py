@@ -1,4 +1,4 @@
-"""Template helpers for the pages: token and percent formats, relative times, usage bars.
+"""Template helpers for the pages: token, percent and count formats, relative times, usage bars.
 
 Bars are SVG drawn from numbers (attributes, not inline styles: the CSP forbids those).
 """
@@ -31,13 +31,62 @@ def tokens(value: Any) -> str:
         return ""
 
 
+MINUS = "\u2212"
+
+
+def _number(value: float, digits: int) -> str:
+    """`value` with `digits` decimals, a true minus sign, and never a negative zero."""
+    text = f"{value:.{digits}f}"
+    if text.startswith("-"):
+        text = text[1:] if float(text) == 0 else MINUS + text[1:]
+    return text
+
+
 @register.filter
 def percent(value: Any, digits: int = 0) -> str:
-    """0.8123 -> '81%'."""
+    """0.8123 -> '81%' (a tiny negative is '0%', never '-0%')."""
     try:
-        return f"{float(value) * 100:.{int(digits)}f}%"
+        return f"{_number(float(value) * 100, int(digits))}%"
     except (TypeError, ValueError):
         return ""
+
+
+@register.filter
+def change(before: Any, after: Any) -> str:
+    """The signed change from `before` to `after`, in percent: '-34%', '+118%', '±0%'.
+
+    The sign is a true minus (U+2212). A change that rounds to zero but is not one keeps a
+    decimal ('-0.4%'), so a saving is never shown as '-0%'. Empty when `before` is not a
+    positive number.
+    """
+    try:
+        first, last = float(before), float(after)
+    except (TypeError, ValueError):
+        return ""
+    if first <= 0:
+        return ""
+    ratio = (last - first) / first * 100
+    if ratio == 0:
+        return "\u00b10%"
+    digits = 0 if abs(ratio) >= 0.5 else 1
+    text = _number(abs(ratio), digits)
+    if float(text) == 0:
+        text = "0.1"  # under 0.05%: still a change, shown at the smallest step
+    return f"{'+' if ratio > 0 else MINUS}{text}%"
+
+
+@register.filter
+def counted(value: Any, noun: str) -> str:
+    """A count with its noun, singular for one: '1 message', '3 messages'.
+
+    `noun` is 'message' (plural with s) or 'entry,entries' (singular,plural).
+    """
+    singular, _, plural = noun.partition(",")
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        return ""
+    return f"{count} {singular if count == 1 else plural or singular + 's'}"
 
 
 @register.filter
