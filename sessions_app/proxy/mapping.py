@@ -19,7 +19,7 @@ __all__ = ["proxy_request"]
 
 
 def proxy_request(
-    adapter: Adapter, conversation: Conversation, *, name: str, compact: bool
+    adapter: Adapter, conversation: Conversation, *, name: str, mode: str = ""
 ) -> ProxyRequest:
     """The service's view of one request."""
     messages = conversation.messages
@@ -45,7 +45,7 @@ def proxy_request(
         external_id=name or claude or "",
         system=conversation.system,
         tools=conversation.tools,
-        compact=compact,
+        mode=mode,
     )
 
 

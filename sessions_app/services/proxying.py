@@ -28,6 +28,8 @@ from .auto import StoredCompaction, post_call_check, prepare_context
 from .context_text import Format, payload_parts
 from .entries import load_entries
 from .errors import Conflict
+from .overhead import count_overhead
+from .policies import profile_for
 from .sessions import append_messages, create_session, sessions_for
 
 __all__ = ["ProxyPlan", "ProxyRequest", "plan_request", "record_answer"]
@@ -52,7 +54,8 @@ class ProxyRequest:
     external_id: str = ""
     system: Any = None
     tools: Any = None
-    compact: bool = True
+    #: X-Ctxweb-Mode (`compact` or `observe`); empty: the session profile's `proxy_mode`.
+    mode: str = ""
 
 
 @dataclass(frozen=True)
@@ -65,33 +68,40 @@ class ProxyPlan:
     head: list[dict[str, Any]] | None = None
     tail_start: int = 0
     compaction: StoredCompaction | None = field(default=None)
+    #: False in observe mode: forwarded as sent, and no post-call check.
+    compact: bool = True
 
 
-def plan_request(owner: User, request: ProxyRequest) -> ProxyPlan:
-    """Store what is new in `request` and, when compacting, the context to forward."""
-    session = _matching(owner, request) or _started(owner, request)
+def plan_request(owner: User, request: ProxyRequest) -> ProxyPlan | None:
+    """Store what is new in `request` and, when compacting, the context to forward.
+
+    None: a side request of an agent's session (below), forwarded as sent, stored nowhere.
+    """
+    session = _matching(owner, request)
+    if session is None:
+        if _side_request(owner, request):
+            return None
+        session = _started(owner, request)
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
         state = _state_of(locked, request.provider)
-        stored = list(state["digests"])
-        if stored != request.digests[: len(stored)]:
-            raise Conflict("the proxied session changed under the request")
-        groups = request.convert(len(stored))
-        messages = [message for group in groups for message in group]
-        for index, group in enumerate(groups, start=len(stored)):
-            state["starts"].extend([index] * len(group))
-        if messages:
-            append_messages(locked, messages)
-        state["digests"] = list(request.digests)
+        if not _is_retry(state, request.digests):
+            if not _continues(state, request.digests):
+                raise Conflict("the proxied session changed under the request")
+            _append_new(locked, state, request)
         _remember(state, request)
         Session.objects.filter(pk=locked.pk).update(proxy_state=state)
-    if not request.compact:
-        return ProxyPlan(session_id=locked.pk, stored=len(state["digests"]))
+        locked.proxy_state = state
+    stored = len(request.digests)
+    if not _compacting(locked, request.mode):
+        return ProxyPlan(session_id=locked.pk, stored=stored, compact=False)
     payload = prepare_context(locked, fmt=request.provider)
     head, tail_start = _split_context(locked, state, request.provider)
+    if tail_start > stored:  # a retry whose stored answer is in the rewritten part
+        head, tail_start = None, 0
     return ProxyPlan(
         session_id=locked.pk,
-        stored=len(state["digests"]),
+        stored=stored,
         head=head,
         tail_start=tail_start,
         compaction=payload.compaction,
@@ -109,24 +119,89 @@ def record_answer(
 ) -> bool:
     """Append the model's answer (`message`, with its real usage) after the request's
     messages; then the post-call check may queue a compaction. False when the session moved
-    on meanwhile (another request of the same conversation answered first)."""
+    on meanwhile (another request of the same conversation answered first).
+
+    The answer to a retry (the request's messages are the stored ones minus the stored
+    answer) is not stored again: its digest becomes an alias of the stored answer, so the
+    client's next request, which carries this answer, continues the session."""
     with transaction.atomic():
         locked = Session.objects.select_for_update().filter(pk=session_id).first()
         state = dict(locked.proxy_state or {}) if locked is not None else {}
-        if locked is None or len(state.get("digests") or []) != stored:
+        known = len(state.get("digests") or [])
+        if locked is not None and known == stored + 1 and state.get("answered") == stored:
+            aliases = dict(state.get("aliases") or {})
+            if digest != state["digests"][stored]:
+                aliases[str(stored)] = [*aliases.get(str(stored), []), digest][-8:]
+            Session.objects.filter(pk=locked.pk).update(proxy_state={**state, "aliases": aliases})
+            return True
+        if locked is None or known != stored:
             return False
         append_messages(locked, [dict(message)])
         state["digests"] = [*state["digests"], digest]
         state["starts"] = [*state.get("starts", []), stored]
+        state["answered"] = stored
         Session.objects.filter(pk=locked.pk).update(proxy_state=state)
     if compact:
         post_call_check(locked, [dict(message)])
     return True
 
 
+def _append_new(locked: Session, state: dict[str, Any], request: ProxyRequest) -> None:
+    """Append the request's messages beyond the stored ones; its digests become the state's."""
+    groups = request.convert(len(state["digests"]))
+    messages = [message for group in groups for message in group]
+    for index, group in enumerate(groups, start=len(state["digests"])):
+        state["starts"].extend([index] * len(group))
+    if messages:
+        append_messages(locked, messages)
+    state["digests"] = list(request.digests)
+
+
+def _continues(state: Mapping[str, Any], incoming: Sequence[str]) -> bool:
+    """True when the stored digests are a prefix of `incoming` (a retried answer's alias
+    stands for the stored answer)."""
+    stored = list(state.get("digests") or [])
+    if len(stored) > len(incoming):
+        return False
+    if stored == list(incoming[: len(stored)]):
+        return True
+    aliases = state.get("aliases") or {}
+    return all(
+        mine == theirs or theirs in aliases.get(str(index), ())
+        for index, (mine, theirs) in enumerate(zip(stored, incoming, strict=False))
+    )
+
+
+def _is_retry(state: Mapping[str, Any], incoming: Sequence[str]) -> bool:
+    """The same request again after its answer was stored: the stored digests minus that
+    last answer."""
+    stored = list(state.get("digests") or [])
+    return (
+        bool(stored)
+        and state.get("answered") == len(stored) - 1
+        and len(incoming) == len(stored) - 1
+        and _continues({**state, "digests": stored[:-1]}, incoming)
+    )
+
+
+def _side_request(owner: User, request: ProxyRequest) -> bool:
+    """A Claude Code side request (title generation, quota and topic checks): no tools,
+    continuing none of the sessions of a Claude Code session id whose main conversation has
+    tools. Storing each would leave a stray one-message session per request."""
+    if not request.key.startswith("cc:") or request.tools:
+        return False
+    siblings = sessions_for(owner).filter(proxy_key=request.key[:200])
+    return siblings.filter(proxy_state__has_key="tools").exists()
+
+
+def _compacting(session: Session, mode: str) -> bool:
+    """`mode` (X-Ctxweb-Mode) when given, else the session profile's `proxy_mode`."""
+    return (mode or profile_for(session).proxy_mode) == "compact"
+
+
 def _matching(owner: User, request: ProxyRequest) -> Session | None:
     """The most recent session of this conversation whose stored messages the request
-    continues (a named or identified session first)."""
+    continues or retries (a named or identified session first)."""
     mine = sessions_for(owner)
     candidates: list[Session] = []
     if request.name:
@@ -137,8 +212,7 @@ def _matching(owner: User, request: ProxyRequest) -> Session | None:
         state = session.proxy_state or {}
         if state and state.get("provider") != request.provider:
             continue
-        stored = list(state.get("digests") or [])
-        if stored == request.digests[: len(stored)] and len(stored) <= len(request.digests):
+        if _continues(state, request.digests) or _is_retry(state, request.digests):
             return session
     return None
 
@@ -176,6 +250,7 @@ def _remember(state: dict[str, Any], request: ProxyRequest) -> None:
         state["tools"] = request.tools
     if request.model:
         state["model"] = request.model
+    count_overhead(state)
 
 
 def _split_context(
