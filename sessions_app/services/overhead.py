@@ -23,6 +23,7 @@ __all__ = [
     "OVERHEAD_VALUES",
     "Overhead",
     "count_overhead",
+    "overhead_digest",
     "overhead_of",
     "overhead_values",
     "session_overhead",
@@ -76,7 +77,8 @@ def _system_text(system: Any) -> str:
     return content_text(system)
 
 
-def _digest(system: Any, tools: Any) -> str:
+def overhead_digest(system: Any, tools: Any) -> str:
+    """A short digest of a system prompt and tool definitions together."""
     text = json.dumps([system, tools], sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
@@ -84,7 +86,7 @@ def _digest(system: Any, tools: Any) -> str:
 def count_overhead(state: dict[str, Any], encoding: str | None = None) -> None:
     """Recount `state`'s system and tools when they changed since the last count."""
     system, tools = state.get("system"), state.get("tools")
-    digest = _digest(system, tools)
+    digest = overhead_digest(system, tools)
     if state.get("overhead_digest") == digest:
         return
     tool_text = json.dumps(tools, ensure_ascii=False, separators=(",", ":")) if tools else ""

@@ -28,7 +28,7 @@ from .auto import StoredCompaction, post_call_check, prepare_context
 from .context_text import Format, payload_parts
 from .entries import load_entries
 from .errors import Conflict
-from .overhead import count_overhead
+from .overhead import count_overhead, overhead_digest
 from .policies import profile_for
 from .sessions import append_messages, create_session, sessions_for
 
@@ -85,7 +85,7 @@ def plan_request(owner: User, request: ProxyRequest) -> ProxyPlan | None:
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
         state = _state_of(locked, request.provider)
-        if not _is_retry(state, request.digests):
+        if not _is_retry(state, request):
             if not _continues(state, request.digests):
                 raise Conflict("the proxied session changed under the request")
             _append_new(locked, state, request)
@@ -172,14 +172,15 @@ def _continues(state: Mapping[str, Any], incoming: Sequence[str]) -> bool:
     )
 
 
-def _is_retry(state: Mapping[str, Any], incoming: Sequence[str]) -> bool:
+def _is_retry(state: Mapping[str, Any], request: ProxyRequest) -> bool:
     """The same request again after its answer was stored: the stored digests minus that
-    last answer."""
-    stored = list(state.get("digests") or [])
+    last answer, with the same system prompt and tools."""
+    stored, incoming = list(state.get("digests") or []), request.digests
     return (
         bool(stored)
         and state.get("answered") == len(stored) - 1
         and len(incoming) == len(stored) - 1
+        and state.get("overhead_digest") == overhead_digest(request.system, request.tools)
         and _continues({**state, "digests": stored[:-1]}, incoming)
     )
 
@@ -212,7 +213,7 @@ def _matching(owner: User, request: ProxyRequest) -> Session | None:
         state = session.proxy_state or {}
         if state and state.get("provider") != request.provider:
             continue
-        if _continues(state, request.digests) or _is_retry(state, request.digests):
+        if _continues(state, request.digests) or _is_retry(state, request):
             return session
     return None
 
