@@ -22,11 +22,12 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import BooleanField, ExpressionWrapper, Q
 
 from ..models import ContextEntry, Session
 from .auto import StoredCompaction, post_call_check, prepare_context
+from .context import check
 from .context_text import Format, payload_parts
-from .entries import load_entries
 from .errors import Conflict
 from .overhead import count_overhead, overhead_digest
 from .policies import profile_for
@@ -95,7 +96,9 @@ def plan_request(owner: User, request: ProxyRequest) -> ProxyPlan | None:
     stored = len(request.digests)
     if not _compacting(locked, request.mode):
         return ProxyPlan(session_id=locked.pk, stored=stored, compact=False)
-    payload = prepare_context(locked, fmt=request.provider)
+    compaction = None
+    if check(locked)["should_compact"]:  # the pre-call check: compact first when over
+        compaction = prepare_context(locked, fmt=request.provider).compaction
     head, tail_start = _split_context(locked, state, request.provider)
     if tail_start > stored:  # a retry whose stored answer is in the rewritten part
         head, tail_start = None, 0
@@ -104,7 +107,7 @@ def plan_request(owner: User, request: ProxyRequest) -> ProxyPlan | None:
         stored=stored,
         head=head,
         tail_start=tail_start,
-        compaction=payload.compaction,
+        compaction=compaction,
     )
 
 
@@ -258,30 +261,43 @@ def _split_context(
     session: Session, state: Mapping[str, Any], fmt: Format
 ) -> tuple[list[dict[str, Any]] | None, int]:
     """(head in the provider's format or None when the context is the client's own
-    messages, client index where the untouched tail starts)."""
-    entries = load_entries(session)
+    messages, client index where the untouched tail starts).
+
+    The tail is found from the entries' kinds and sequence numbers alone (no content is
+    read); only the rewritten head, when there is one, is loaded and rendered."""
+    plain = ExpressionWrapper(Q(content__isnull=True), output_field=BooleanField())
+    rows = list(
+        ContextEntry.objects.filter(session=session)
+        .annotate(plain=plain)
+        .order_by("position")
+        .values_list("position", "kind", "message__seq", "plain", "extra")
+    )
     offset, starts = int(state.get("offset") or 0), list(state.get("starts") or [])
-    first = len(entries)
+    first = len(rows)
     expected: int | None = None
     while first > 0:
-        entry = entries[first - 1]
-        seq = entry.message.seq if entry.message is not None else None
-        if not _untouched(entry) or seq is None or not 0 <= seq - offset < len(starts):
+        _position, kind, seq, untransformed, extra = rows[first - 1]
+        untouched = kind == ContextEntry.Kind.MESSAGE and untransformed and not extra
+        if not untouched or seq is None or not 0 <= seq - offset < len(starts):
             break
         if expected is not None and seq != expected:
             break
         expected = seq - 1
         first -= 1
-    if first == len(entries):
-        return _rendered(entries, fmt), len(state.get("digests") or [])
-    tail_start = starts[entries[first].message.seq - offset]  # type: ignore[union-attr]
+    if first == len(rows):
+        return _head(session, None, fmt), len(state.get("digests") or [])
+    tail_start = starts[rows[first][2] - offset]
     if first == 0 and tail_start == 0:
         return None, 0
-    return _rendered(entries[:first], fmt), tail_start
+    return _head(session, rows[first][0], fmt), tail_start
 
 
-def _untouched(entry: ContextEntry) -> bool:
-    return entry.kind == ContextEntry.Kind.MESSAGE and entry.content is None and not entry.extra
+def _head(session: Session, before: int | None, fmt: Format) -> list[dict[str, Any]]:
+    """The entries before position `before` (None: all), rendered."""
+    entries = ContextEntry.objects.filter(session=session)
+    if before is not None:
+        entries = entries.filter(position__lt=before)
+    return _rendered(list(entries.select_related("message").order_by("position")), fmt)
 
 
 def _rendered(entries: Sequence[ContextEntry], fmt: Format) -> list[dict[str, Any]]:
