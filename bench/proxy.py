@@ -61,7 +61,9 @@ class _Conversation:
         ]
 
 
-def _added_latency(http: Any, proxy: str, direct: str, history: list[Any], runs: int) -> dict:
+def _added_latency(
+    http: Any, proxy: str, direct: str, history: list[Any], runs: int
+) -> dict[str, Any]:
     """Medians (ms) of requests through the proxy and straight to the fake, interleaved."""
     conversation = _Conversation(history)
     headers = {"content-type": "application/json", "x-api-key": http.headers["x-api-key"]}
@@ -101,7 +103,7 @@ def _first_byte(http: Any, url: str, body: bytes, headers: dict[str, str]) -> fl
     return elapsed
 
 
-def _ttfb(http: Any, proxy: str, direct: str, history: list[Any], runs: int) -> dict:
+def _ttfb(http: Any, proxy: str, direct: str, history: list[Any], runs: int) -> dict[str, Any]:
     conversation = _Conversation(history)
     headers = {"content-type": "application/json", "x-api-key": http.headers["x-api-key"]}
     through, straight = [], []
@@ -113,7 +115,7 @@ def _ttfb(http: Any, proxy: str, direct: str, history: list[Any], runs: int) -> 
     return {"proxy": statistics.median(through), "direct": statistics.median(straight)}
 
 
-def _concurrent(proxy: str, key: str, clients: int, requests: int) -> dict:
+def _concurrent(proxy: str, key: str, clients: int, requests: int) -> dict[str, Any]:
     import httpx
 
     times: list[float] = []
@@ -266,7 +268,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     largest = list(figures["sizes"])[-1]
     added = figures["sizes"][largest]["added p50"]
-    print(goal(f"added latency p50 at {largest} = {added:.1f} ms (< {GOAL_MS:.0f} ms)", added < GOAL_MS))
+    print(
+        goal(
+            f"added latency p50 at {largest} = {added:.1f} ms (< {GOAL_MS:.0f} ms)", added < GOAL_MS
+        )
+    )
     print(goal(f"20 concurrent streaming clients: {many['errors']} errors", many["errors"] == 0))
 
 

@@ -45,7 +45,9 @@ class ProxyRequest:
 
     provider: Format
     key: str
-    digests: list[str]
+    #: The client's messages' digests (sessions_app/proxy/digests.py), with `.raw`: the
+    #: digest of each as sent, compared first (a sequence that digests on demand).
+    digests: Sequence[str]
     #: The client's messages from a client index on, as stored engine messages (one list
     #: per client message; an empty list: joined to the previous one).
     convert: Callable[[int], list[list[dict[str, Any]]]]
@@ -93,11 +95,11 @@ def plan_request(owner: User, request: ProxyRequest) -> ProxyPlan | None:
         _remember(state, request)
         Session.objects.filter(pk=locked.pk).update(proxy_state=state)
         locked.proxy_state = state
-    stored = len(request.digests)
-    if not _compacting(locked, request.mode):
+    stored, profile = len(request.digests), profile_for(locked)
+    if (request.mode or profile.proxy_mode) != "compact":  # observe: record only
         return ProxyPlan(session_id=locked.pk, stored=stored, compact=False)
     compaction = None
-    if check(locked)["should_compact"]:  # the pre-call check: compact first when over
+    if check(locked, profile)["should_compact"]:  # the pre-call check: compact first when over
         compaction = prepare_context(locked, fmt=request.provider).compaction
     head, tail_start = _split_context(locked, state, request.provider)
     if tail_start > stored:  # a retry whose stored answer is in the rewritten part
@@ -141,6 +143,8 @@ def record_answer(
             return False
         append_messages(locked, [dict(message)])
         state["digests"] = [*state["digests"], digest]
+        if len(state.get("raw") or []) == stored:  # the client's copy will be re-serialized
+            state["raw"] = [*state["raw"], ""]
         state["starts"] = [*state.get("starts", []), stored]
         state["answered"] = stored
         Session.objects.filter(pk=locked.pk).update(proxy_state=state)
@@ -153,11 +157,14 @@ def _append_new(locked: Session, state: dict[str, Any], request: ProxyRequest) -
     """Append the request's messages beyond the stored ones; its digests become the state's."""
     groups = request.convert(len(state["digests"]))
     messages = [message for group in groups for message in group]
-    for index, group in enumerate(groups, start=len(state["digests"])):
+    known = len(state["digests"])
+    for index, group in enumerate(groups, start=known):
         state["starts"].extend([index] * len(group))
     if messages:
         append_messages(locked, messages)
-    state["digests"] = list(request.digests)
+    # The stored digests stand (they matched); the new messages' are added.
+    state["digests"] = [*state["digests"], *request.digests[known:]]
+    state["raw"] = list(getattr(request.digests, "raw", []))
 
 
 def _continues(state: Mapping[str, Any], incoming: Sequence[str]) -> bool:
@@ -166,13 +173,15 @@ def _continues(state: Mapping[str, Any], incoming: Sequence[str]) -> bool:
     stored = list(state.get("digests") or [])
     if len(stored) > len(incoming):
         return False
-    if stored == list(incoming[: len(stored)]):
-        return True
+    known, raw = list(state.get("raw") or []), list(getattr(incoming, "raw", []))
     aliases = state.get("aliases") or {}
-    return all(
-        mine == theirs or theirs in aliases.get(str(index), ())
-        for index, (mine, theirs) in enumerate(zip(stored, incoming, strict=False))
-    )
+    for index, mine in enumerate(stored):
+        if index < len(known) and index < len(raw) and known[index] == raw[index]:
+            continue  # sent exactly as before: no need to normalize it
+        theirs = incoming[index]
+        if mine != theirs and theirs not in aliases.get(str(index), ()):
+            return False
+    return True
 
 
 def _is_retry(state: Mapping[str, Any], request: ProxyRequest) -> bool:
@@ -196,11 +205,6 @@ def _side_request(owner: User, request: ProxyRequest) -> bool:
         return False
     siblings = sessions_for(owner).filter(proxy_key=request.key[:200])
     return siblings.filter(proxy_state__has_key="tools").exists()
-
-
-def _compacting(session: Session, mode: str) -> bool:
-    """`mode` (X-Ctxweb-Mode) when given, else the session profile's `proxy_mode`."""
-    return (mode or profile_for(session).proxy_mode) == "compact"
 
 
 def _matching(owner: User, request: ProxyRequest) -> Session | None:
