@@ -178,3 +178,52 @@ def test_system_and_tools_are_counted_in_check_context_and_gauge(
     assert session.message_count == 4
     assert (session.proxy_state or {})["system_tokens"] == 1
     assert (session.proxy_state or {})["tools_tokens"] == tools_tokens
+
+
+def test_moving_cache_breakpoints_stay_in_one_session(
+    claude: anthropic.Anthropic, upstream_anthropic: StreamingAnthropic
+) -> None:
+    """Claude Code puts `cache_control` on its last messages and moves it every turn: the
+    re-serialized messages still continue the stored ones."""
+    breakpoint_: Any = {"type": "ephemeral"}
+    history: list[Any] = []
+    for turn in range(4):
+        for message in history:  # the old breakpoints go
+            if isinstance(message["content"], list):
+                for block in message["content"]:
+                    block.pop("cache_control", None)
+        text = {"type": "text", "text": f"step {turn}", "cache_control": breakpoint_}
+        history.append({"role": "user", "content": [text]})
+        reply = claude.messages.create(model="m", max_tokens=20, messages=history)
+        assert upstream_anthropic.requests[-1].body["messages"] == history
+        history.append({"role": "assistant", "content": [b.model_dump() for b in reply.content]})
+    session = Session.objects.get()
+    assert session.message_count == 8
+
+
+def test_lifespan_closes_the_pooled_client() -> None:
+    import asyncio
+
+    from sessions_app.proxy import pool
+
+    async def scenario() -> tuple[list[str], bool]:
+        client = pool.upstream_client(pooled=True)
+        assert pool.upstream_client(pooled=True) is client
+        inbox = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
+        sent: list[str] = []
+
+        async def receive() -> dict[str, str]:
+            return inbox.pop(0)
+
+        async def send(message: Any) -> None:
+            sent.append(message["type"])
+
+        async def http_only(scope: Any, receive: Any, send: Any) -> None:
+            raise AssertionError("lifespan must not reach Django")
+
+        await pool.with_upstream_lifespan(http_only)({"type": "lifespan"}, receive, send)
+        return sent, client.is_closed
+
+    sent, closed = asyncio.run(scenario())
+    assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    assert closed
