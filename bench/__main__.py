@@ -22,7 +22,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 #: In the order they run (and appear): engine first, then the web app.
-SCRIPTS = ("tokens", "fold", "compact", "truncate", "api", "appends", "import", "ui", "load")
+SCRIPTS = (
+    "tokens",
+    "fold",
+    "compact",
+    "truncate",
+    "api",
+    "appends",
+    "import",
+    "ui",
+    "proxy",
+    "load",
+)
 SMOKE_ARGS = {"load": ["--seconds", "3", "--clients", "2", "--databases", "sqlite"]}
 FULL_ARGS: dict[str, list[str]] = {}
 

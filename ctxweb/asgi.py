@@ -1,8 +1,12 @@
-"""ASGI entry point."""
+"""ASGI entry point (the production default: docs/deployment.md)."""
 
 import os
 
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ctxweb.settings")
-application = get_asgi_application()
+_django = get_asgi_application()
+
+from sessions_app.proxy.pool import with_upstream_lifespan  # noqa: E402  (needs the app loaded)
+
+application = with_upstream_lifespan(_django)

@@ -6,9 +6,11 @@ CTXWEB_BIND (default 127.0.0.1:8000, behind a reverse proxy), CTXWEB_WEB_WORKERS
 calls the summary model), CTXWEB_ACCESS_LOG (`-`: stdout; empty: off) and
 CTXWEB_LOG_LEVEL. Background compactions run in `manage.py db_worker` processes, not here.
 
-CTXWEB_WEB_ASGI=1 serves the ASGI application with uvicorn workers instead: the proxy
-(`/proxy/`, README "Point an agent at the proxy") then streams answers as they arrive
-without holding a worker per open stream. Without it, streamed proxy answers are sent whole.
+The ASGI application is served by default, with gunicorn's own `asgi` worker (gunicorn 24+;
+one event loop per process): the proxy (`/proxy/`, README "Point an agent at the proxy")
+streams answers as they arrive, and an open stream waiting on upstream holds no worker.
+CTXWEB_WEB_ASGI=0 serves the WSGI application with sync workers instead: streamed proxy
+answers are then sent whole, once upstream has finished.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from __future__ import annotations
 import multiprocessing
 import os
 
-ASGI = os.environ.get("CTXWEB_WEB_ASGI", "").lower() in {"1", "true", "yes", "on"}
+ASGI = os.environ.get("CTXWEB_WEB_ASGI", "1").lower() not in {"0", "false", "no", "off"}
 
 if ASGI:
     wsgi_app = "ctxweb.asgi:application"
-    worker_class = "uvicorn.workers.UvicornWorker"
+    worker_class = "asgi"
+    asgi_lifespan = "on"  # closes the pooled upstream client at shutdown (proxy/pool.py)
 else:
     wsgi_app = "ctxweb.wsgi:application"
 

@@ -36,6 +36,7 @@ class CompactionProfileForm(forms.ModelForm):  # type: ignore[type-arg]
             "is_default",
             "summarizer",
             "summarizer_config",
+            "proxy_mode",
             *CompactionProfile.POLICY_FIELDS,
         )
 
@@ -95,6 +96,7 @@ class CompactionProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                     "enabled",
                     "summarizer",
                     "summarizer_config",
+                    "proxy_mode",
                 )
             },
         ),

@@ -91,6 +91,12 @@ class CompactionProfile(models.Model):
     offload_min_chars = models.PositiveIntegerField(default=100)
     min_recall = models.FloatField(default=0.8, validators=_ratio)
     updated_at = models.DateTimeField(auto_now=True)
+    proxy_mode = models.CharField(
+        max_length=16,
+        choices=[("compact", "compact"), ("observe", "observe (record only)")],
+        default="compact",
+        help_text="The proxy's mode (README): X-Ctxweb-Mode overrides it per request.",
+    )
 
     #: Model fields that map one to one onto compaction.Policy fields.
     POLICY_FIELDS = (

@@ -8,11 +8,13 @@ upstream untouched. A provider key is never stored or logged.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.http import HttpRequest
 
 from ..auth import active_key, note_auth_failure
@@ -21,11 +23,14 @@ from .base import Provider
 
 __all__ = ["Caller", "authenticate"]
 
+logger = logging.getLogger("sessions_app")
+
 
 @dataclass(frozen=True)
 class Caller:
     """The authenticated user and the credential headers to send upstream."""
 
+    #: None when the database could not be reached: forward, record nothing.
     user: Any
     credentials: dict[str, str] = field(repr=False)
 
@@ -49,7 +54,12 @@ def _own_credentials(headers: Mapping[str, str]) -> dict[str, str]:
 
 
 def authenticate(request: HttpRequest, provider: Provider) -> Caller | None:
-    """The caller of a proxy request, or None when it presents no valid ctxweb key."""
+    """The caller of a proxy request, or None when it presents no valid ctxweb key.
+
+    With the database unavailable, a caller bringing its own provider key (`X-Ctxweb-Key`)
+    is forwarded unrecorded (`user` None); a caller relying on the server's provider key
+    cannot be checked: DatabaseError propagates (the view answers 503).
+    """
     headers = {name.lower(): value for name, value in request.headers.items()}
     explicit = str(headers.get("x-ctxweb-key", "")).strip()
     if explicit:
@@ -57,7 +67,13 @@ def authenticate(request: HttpRequest, provider: Provider) -> Caller | None:
     else:
         key = str(headers.get("x-api-key", "")).strip() or _bearer(headers)
         credentials = _server_credentials(provider)
-    row = active_key(key) if key.startswith(ApiKey.PREFIX) else None
+    try:
+        row = active_key(key) if key.startswith(ApiKey.PREFIX) else None
+    except DatabaseError:
+        if explicit and credentials:  # fail open: the caller's own provider key goes upstream
+            logger.exception("proxy: keys cannot be checked; forwarding with the caller's key")
+            return Caller(user=None, credentials=credentials)
+        raise
     if row is None:
         note_auth_failure(request, key if key.startswith(ApiKey.PREFIX) else None)
         return None

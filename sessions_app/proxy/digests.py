@@ -14,9 +14,17 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, overload
 
-__all__ = ["claude_code_session", "conversation_key", "digest", "digests", "is_prefix"]
+__all__ = [
+    "Digests",
+    "claude_code_session",
+    "conversation_key",
+    "digest",
+    "digests",
+    "is_prefix",
+    "raw_digest",
+]
 
 #: Keys that are request decoration, not conversation.
 _IGNORED: Final = frozenset({"cache_control"})
@@ -47,6 +55,43 @@ def digest(message: Any) -> str:
 def digests(messages: Sequence[Any]) -> list[str]:
     """`digest` of each message."""
     return [digest(message) for message in messages]
+
+
+def raw_digest(message: Any) -> str:
+    """A digest of the message exactly as sent (one C-encoded dump, no normalizing): equal
+    raw digests mean equal messages; different ones say nothing (see `Digests`)."""
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+class Digests(Sequence[str]):
+    """The `digest` of each message, computed only when read (then kept), beside the cheap
+    `raw` digest of each. A request whose messages were stored before is matched on the raw
+    digests; only the few messages a client re-serialized differently (a moved cache
+    breakpoint) are normalized and digested."""
+
+    def __init__(self, messages: Sequence[Any]) -> None:
+        self._messages = messages
+        self._known: dict[int, str] = {}
+        self.raw = [raw_digest(message) for message in messages]
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if index not in self._known:
+            self._known[index] = digest(self._messages[index])
+        return self._known[index]
 
 
 def is_prefix(stored: Sequence[str], incoming: Sequence[str]) -> bool:

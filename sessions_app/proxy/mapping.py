@@ -13,13 +13,13 @@ from typing import Any
 from ..importers.blocks import content_text, short_title
 from ..services.proxying import ProxyRequest
 from .base import Adapter, Conversation
-from .digests import claude_code_session, conversation_key, digests
+from .digests import Digests, claude_code_session, conversation_key
 
 __all__ = ["proxy_request"]
 
 
 def proxy_request(
-    adapter: Adapter, conversation: Conversation, *, name: str, compact: bool
+    adapter: Adapter, conversation: Conversation, *, name: str, mode: str = ""
 ) -> ProxyRequest:
     """The service's view of one request."""
     messages = conversation.messages
@@ -37,7 +37,7 @@ def proxy_request(
     return ProxyRequest(
         provider=adapter.provider,
         key=key,
-        digests=digests(messages),
+        digests=Digests(messages),
         convert=convert,
         title=_title(conversation),
         model=conversation.model,
@@ -45,7 +45,7 @@ def proxy_request(
         external_id=name or claude or "",
         system=conversation.system,
         tools=conversation.tools,
-        compact=compact,
+        mode=mode,
     )
 
 

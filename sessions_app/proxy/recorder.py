@@ -69,11 +69,12 @@ class Recording:
 
 
 async def relay(
-    client: httpx.AsyncClient, upstream: httpx.Response, recording: Recording | None
+    owned: httpx.AsyncClient | None, upstream: httpx.Response, recording: Recording | None
 ) -> AsyncIterator[bytes]:
     """Each upstream chunk as it arrives. The answer is recorded when the stream's last event
     came, before that last chunk goes out: a client that sends its next request as soon as
-    it has read the answer finds it stored."""
+    it has read the answer finds it stored. `owned`: a client of this request alone, closed
+    at the end (the pooled one stays open)."""
     accumulator = recording.adapter.accumulator() if recording is not None else None
     parser = SseParser(accumulator) if accumulator is not None else None
     try:
@@ -90,4 +91,5 @@ async def relay(
             yield chunk
     finally:
         await upstream.aclose()
-        await client.aclose()
+        if owned is not None:
+            await owned.aclose()

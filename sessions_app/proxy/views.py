@@ -13,6 +13,7 @@ from typing import Final
 import httpx
 from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIRequest
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -23,6 +24,7 @@ from .base import Adapter
 from .errors import error_response
 from .mapping import proxy_request
 from .openai import OpenAIAdapter
+from .pool import upstream_client
 from .recorder import Recording, relay
 from .upstream import request_headers, response_headers, timeout, upstream_url
 
@@ -58,16 +60,21 @@ async def _proxy(
 ) -> HttpResponseBase:
     if request.method != "POST":
         return error_response(adapter.provider, 405, "invalid_request_error", "use POST")
-    caller = await sync_to_async(authenticate)(request, adapter.provider)
+    try:
+        caller = await sync_to_async(authenticate)(request, adapter.provider)
+    except DatabaseError:
+        logger.exception("proxy: ctxweb's database is unavailable; the key cannot be checked")
+        message = "ctxweb cannot check its API key now (database unavailable); retry later"
+        return error_response(adapter.provider, 503, "api_error", message)
     if caller is None:
         message = "a valid ctxweb API key is required (x-api-key, Bearer or X-Ctxweb-Key)"
         return error_response(adapter.provider, 401, "authentication_error", message)
-    mode = (request.headers.get("X-Ctxweb-Mode") or "compact").strip().lower()
-    if mode not in MODES:
+    mode = (request.headers.get("X-Ctxweb-Mode") or "").strip().lower()
+    if mode and mode not in MODES:
         message = f"X-Ctxweb-Mode must be one of {', '.join(MODES)}"
         return error_response(adapter.provider, 400, "invalid_request_error", message)
     body, recording = request.body, None
-    if record:
+    if record and caller.user is not None:
         body, recording = await _planned(request, adapter, caller, mode)
     return await _forward(request, adapter, caller, path, body, recording)
 
@@ -86,12 +93,14 @@ async def _planned(
         return raw, None
     name = (request.headers.get("X-Ctxweb-Session") or "").strip()
     try:
-        wanted = proxy_request(adapter, conversation, name=name, compact=mode == "compact")
+        wanted = proxy_request(adapter, conversation, name=name, mode=mode)
         plan = await sync_to_async(plan_request)(caller.user, wanted)
     except Exception:
         logger.exception("proxy: storing or compacting failed; forwarding the request unchanged")
         return raw, None
-    recording = Recording(adapter=adapter, plan=plan, compact=mode == "compact")
+    if plan is None:  # a side request of an agent's session: forwarded, not stored
+        return raw, None
+    recording = Recording(adapter=adapter, plan=plan, compact=plan.compact)
     if plan.head is None:
         return raw, recording
     messages = [*plan.head, *conversation.messages[plan.tail_start :]]
@@ -111,23 +120,26 @@ async def _forward(
     url = upstream_url(adapter.provider, path, str(request.META.get("QUERY_STRING", "")))
     headers = request_headers(dict(request.headers), caller.credentials)
     headers["content-type"] = "application/json"
-    client = httpx.AsyncClient(timeout=timeout())
+    pooled = isinstance(request, ASGIRequest)
+    client = upstream_client(pooled=pooled)
+    owned = None if pooled else client
     try:
         upstream = await client.send(
-            client.build_request("POST", url, content=body, headers=headers), stream=True
+            client.build_request("POST", url, content=body, headers=headers, timeout=timeout()),
+            stream=True,
         )
     except httpx.TimeoutException:
-        await client.aclose()
+        await _close(owned)
         return error_response(adapter.provider, 504, "timeout_error", "upstream timed out")
     except httpx.HTTPError as error:
-        await client.aclose()
+        await _close(owned)
         logger.warning("proxy: upstream unreachable: %s", type(error).__name__)
         return error_response(adapter.provider, 502, "api_error", "upstream unreachable")
     content_type = upstream.headers.get("content-type", "")
     answered = upstream.status_code == 200 and recording is not None
     if content_type.startswith("text/event-stream") and isinstance(request, ASGIRequest):
         streamed = StreamingHttpResponse(
-            relay(client, upstream, recording if answered else None), status=upstream.status_code
+            relay(owned, upstream, recording if answered else None), status=upstream.status_code
         )
         return _with_headers(streamed, upstream)
     try:
@@ -136,10 +148,15 @@ async def _forward(
         return error_response(adapter.provider, 504, "timeout_error", "upstream timed out")
     finally:
         await upstream.aclose()
-        await client.aclose()
+        await _close(owned)
     if answered and recording is not None:
         await recording.store(recording.answer_of(data, content_type))
     return _with_headers(HttpResponse(data, status=upstream.status_code), upstream)
+
+
+async def _close(client: httpx.AsyncClient | None) -> None:
+    if client is not None:
+        await client.aclose()
 
 
 def _with_headers(response: HttpResponseBase, upstream: httpx.Response) -> HttpResponseBase:

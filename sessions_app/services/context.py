@@ -8,6 +8,7 @@ from typing import Any
 from ..models import CompactionProfile, Session
 from .context_text import Format, context_text, payload_parts, system_text
 from .entries import entry_message, load_entries
+from .overhead import OVERHEAD_VALUES, overhead_values, session_overhead
 from .policies import policy_for
 
 __all__ = [
@@ -39,6 +40,7 @@ def context_payload(
     """
     _check_format(fmt)
     system, messages, tokens = payload_parts(load_entries(session), fmt)
+    tokens += session_overhead(session).total  # a proxied session's system and tools
     limit = policy_for(session, profile).context_limit
     return {
         "system": system,
@@ -60,12 +62,13 @@ def context_body(
     """
     _check_format(fmt)
     text = context_text(session, fmt)
+    tokens = text.tokens + session_overhead(session).total  # a proxied session's system, tools
     limit = policy_for(session, profile).context_limit
-    usage = json.dumps(round(text.tokens / limit, 6) if limit else None)
+    usage = json.dumps(round(tokens / limit, 6) if limit else None)
     if fmt == "openai":  # json.dumps' default separators, as the cached part has them
-        tail = f', "tokens": {text.tokens}, "limit": {json.dumps(limit)}, "usage": {usage}}}'
+        tail = f', "tokens": {tokens}, "limit": {json.dumps(limit)}, "usage": {usage}}}'
     else:
-        tail = f'],"tokens":{text.tokens},"limit":{limit},"usage":{usage}}}'
+        tail = f'],"tokens":{tokens},"limit":{limit},"usage":{usage}}}'
     return text.body + tail.encode()
 
 
@@ -86,8 +89,10 @@ def check(session: Session, profile: CompactionProfile | None = None) -> dict[st
 
     Reads the session's totals fresh from the database, so concurrent appends are seen.
     """
-    fresh = Session.objects.filter(pk=session.pk).values("context_tokens").first()
+    fresh = Session.objects.filter(pk=session.pk).values("context_tokens", *OVERHEAD_VALUES).first()
     tokens = int(fresh["context_tokens"]) if fresh else session.context_tokens
+    # A proxied session's system prompt and tool definitions go upstream too (overhead.py).
+    tokens += overhead_values(fresh) if fresh else session_overhead(session).total
     policy = policy_for(session, profile)
     limit = policy.context_limit
     return {

@@ -1,7 +1,8 @@
 """The context gauge: what the runtime context spends its tokens on, like Claude Code's /context.
 
 Runtime tokens are split by kind (system prompt, compaction summaries, conversation messages,
-tool calls and results) and set against the context limit, with the compaction threshold.
+tool calls and results, and a proxied session's tool definitions) and set against the
+context limit, with the compaction threshold.
 A mixed entry (text and tool blocks) is split by the share of characters of each kind.
 """
 
@@ -15,6 +16,7 @@ from typing import Any, Final
 from compaction import blocks_of
 from sessions_app.models import ContextEntry, Session
 from sessions_app.selectors.entries import entry_tokens
+from sessions_app.services.overhead import session_overhead
 
 from .caching import session_cached
 from .limits import Limits
@@ -31,6 +33,7 @@ KINDS: Final = (
     ("summaries", "Summaries"),
     ("messages", "Messages"),
     ("tools", "Tool calls & results"),
+    ("tool_definitions", "Tool definitions"),
 )
 
 
@@ -158,6 +161,10 @@ def context_gauge(session: Session, limits: Limits) -> GaugeView:
     totals, count = session_cached(
         session, "gauge", lambda: _tokens_by_kind(session), session.context_entry_count
     )
+    # A proxied session's system prompt and tool definitions (services/overhead.py).
+    overhead = session_overhead(session)
+    totals = {**totals, "tool_definitions": totals.get("tool_definitions", 0) + overhead.tools}
+    totals["system"] += overhead.system
     total = sum(totals.values())
     limit = limits.context_limit
     segments = [

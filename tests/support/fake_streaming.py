@@ -25,13 +25,17 @@ class _Streaming:
     """What the streaming fakes add: SSE answers, a pause between events, count_tokens."""
 
     paths: tuple[str, ...] = ()
+    #: Seconds between two events of a stream (time to first byte tests).
     event_delay: float = 0.0
+    #: `time.monotonic()` when each streamed event was written, in order.
+    sent_at: list[float]
 
     def events(self, reply: Reply, body: dict[str, Any]) -> Iterator[bytes]:
         raise NotImplementedError
 
     def start(self) -> Self:
         fake: Any = self
+        fake.sent_at = []
         fake._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(fake))
         fake._server.daemon_threads = True
         fake._thread = threading.Thread(
@@ -183,6 +187,7 @@ def _handler_for(fake: Any) -> type[BaseHTTPRequestHandler]:
                 for event in events:
                     self.wfile.write(event)
                     self.wfile.flush()
+                    fake.sent_at.append(time.monotonic())
                     if fake.event_delay:
                         time.sleep(fake.event_delay)
             except (BrokenPipeError, ConnectionResetError):

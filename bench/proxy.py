@@ -1,0 +1,280 @@
+"""Benchmark: the transparent proxy's own cost (issue 12).
+
+- Added latency per request, no compaction (the profile's window is far above the history),
+  on a conversation of 10K and of 200K tokens: each request is the previous one plus the
+  answer and a new user message, as an agent sends it. The proxy (ctxweb under uvicorn, ASGI)
+  and the fake upstream run in this process; each proxied request is interleaved with the
+  same body sent straight to the fake, and the added latency is the difference of the
+  medians. Goal: p50 under 15 ms at 200K (stored messages are never re-encoded: their
+  counts are cached; only the new messages are counted).
+- Time to first byte of a streamed answer through the proxy and straight from the fake
+  (which pauses between events), median of several requests.
+- 20 concurrent streaming clients, each its own conversation: wall time, requests per
+  second, per-request p50 and p95, errors.
+
+A child process with a throwaway SQLite database (WAL) and persistent connections.
+Run: .venv/bin/python -m bench.proxy [--smoke]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.common import goal, log, options, table
+
+ROOT = Path(__file__).resolve().parent.parent
+GOAL_MS = 15.0
+
+
+def _percentile(values: Sequence[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+class _Conversation:
+    """An agent's conversation: the history grows by the answer and a new user message."""
+
+    def __init__(self, history: list[Any]) -> None:
+        self.history = history
+        self.turn = 0
+
+    def body(self, *, stream: bool = False) -> bytes:
+        payload = {"model": "bench", "max_tokens": 64, "messages": self.history, "stream": stream}
+        return json.dumps(payload).encode()
+
+    def advance(self, answer: Any) -> None:
+        self.turn += 1
+        self.history = [
+            *self.history,
+            {"role": "assistant", "content": answer},
+            {"role": "user", "content": f"Carry on with step {self.turn}."},
+        ]
+
+
+def _added_latency(
+    http: Any, proxy: str, direct: str, history: list[Any], runs: int
+) -> dict[str, Any]:
+    """Medians (ms) of requests through the proxy and straight to the fake, interleaved."""
+    conversation = _Conversation(history)
+    headers = {"content-type": "application/json", "x-api-key": http.headers["x-api-key"]}
+    first = http.post(proxy, content=conversation.body(), headers=headers)  # stores it all
+    assert first.status_code == 200, first.text
+    conversation.advance(first.json()["content"])
+    through, straight = [], []
+    for _ in range(runs):
+        body = conversation.body()
+        started = time.perf_counter()
+        response = http.post(direct, content=body, headers=headers)
+        straight.append((time.perf_counter() - started) * 1000)
+        assert response.status_code == 200
+        started = time.perf_counter()
+        response = http.post(proxy, content=body, headers=headers)
+        through.append((time.perf_counter() - started) * 1000)
+        assert response.status_code == 200, response.text
+        conversation.advance(response.json()["content"])
+    return {
+        "proxy p50": statistics.median(through),
+        "direct p50": statistics.median(straight),
+        "added p50": statistics.median(through) - statistics.median(straight),
+        "added p95": _percentile(through, 0.95) - _percentile(straight, 0.95),
+        "bytes": len(conversation.body()),
+    }
+
+
+def _first_byte(http: Any, url: str, body: bytes, headers: dict[str, str]) -> float:
+    started = time.perf_counter()
+    elapsed: float | None = None
+    with http.stream("POST", url, content=body, headers=headers) as response:
+        for chunk in response.iter_raw():
+            if chunk and elapsed is None:
+                elapsed = (time.perf_counter() - started) * 1000
+    if elapsed is None:
+        raise RuntimeError("no byte came")
+    return elapsed
+
+
+def _ttfb(http: Any, proxy: str, direct: str, history: list[Any], runs: int) -> dict[str, Any]:
+    conversation = _Conversation(history)
+    headers = {"content-type": "application/json", "x-api-key": http.headers["x-api-key"]}
+    through, straight = [], []
+    for _ in range(runs):
+        body = conversation.body(stream=True)
+        straight.append(_first_byte(http, direct, body, headers))
+        through.append(_first_byte(http, proxy, body, headers))
+        conversation.advance([{"type": "text", "text": "fake summary"}])
+    return {"proxy": statistics.median(through), "direct": statistics.median(straight)}
+
+
+def _concurrent(proxy: str, key: str, clients: int, requests: int) -> dict[str, Any]:
+    import httpx
+
+    times: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+
+    def client(number: int) -> None:
+        opening = f"Concurrent client {number}: " + "please work on the task. " * 50
+        conversation = _Conversation([{"role": "user", "content": opening}])
+        headers = {"content-type": "application/json", "x-api-key": key}
+        with httpx.Client(timeout=60) as http:
+            for _ in range(requests):
+                started = time.perf_counter()
+                try:
+                    with http.stream(
+                        "POST", proxy, content=conversation.body(stream=True), headers=headers
+                    ) as response:
+                        for _ in response.iter_raw():
+                            pass
+                        ok = response.status_code == 200
+                except httpx.HTTPError as error:
+                    ok, response = False, None
+                    with lock:
+                        errors.append(type(error).__name__)
+                elapsed = (time.perf_counter() - started) * 1000
+                with lock:
+                    times.append(elapsed)
+                    if not ok and response is not None:
+                        errors.append(str(response.status_code))
+                conversation.advance([{"type": "text", "text": "fake summary"}])
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - started
+    return {
+        "wall s": wall,
+        "requests": len(times),
+        "per s": len(times) / wall,
+        "p50": statistics.median(times),
+        "p95": _percentile(times, 0.95),
+        "errors": len(errors),
+    }
+
+
+def child(smoke: bool) -> dict[str, Any]:
+    """Run in the child process (Django set up on a throwaway SQLite database)."""
+    import django
+
+    django.setup()
+    import httpx
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from bench.histories import synthetic_session
+    from sessions_app.models import ApiKey, CompactionProfile, Session
+    from tests.support.asgi_server import AsgiServer
+    from tests.support.fake_streaming import StreamingAnthropic
+
+    call_command("migrate", verbosity=0)
+    CompactionProfile.objects.update(is_default=False)
+    CompactionProfile.objects.create(name="bench-wide", is_default=True, context_limit=5_000_000)
+    owner = get_user_model().objects.create_user("bench")
+    _, key = ApiKey.issue(owner, "bench")
+    sizes = {"10K": (41, 10_000), "200K": (801, 200_000)}
+    if smoke:
+        sizes = {"2K": (11, 2_000), "10K": (41, 10_000)}
+    runs = 3 if smoke else 30
+    figures: dict[str, Any] = {"sizes": {}}
+    with StreamingAnthropic() as fake, AsgiServer() as server:
+        settings.CTXWEB_UPSTREAM_ANTHROPIC_URL = fake.base_url
+        proxy = f"{server.url}/proxy/anthropic/v1/messages"
+        direct = f"{fake.base_url}/v1/messages"
+        with httpx.Client(timeout=120, headers={"x-api-key": key}) as http:
+            for label, (count, tokens) in sizes.items():
+                log(f"proxy: added latency at {label} tokens")
+                history = synthetic_session(count, tokens)
+                if history[-1]["role"] != "user":
+                    history.append({"role": "user", "content": "Go on."})
+                figures["sizes"][label] = _added_latency(http, proxy, direct, history, runs)
+                fake.reset()
+            log("proxy: time to first byte")
+            fake.event_delay = 0.02
+            small = synthetic_session(41, 10_000)
+            if small[-1]["role"] != "user":
+                small.append({"role": "user", "content": "Go on."})
+            figures["ttfb"] = _ttfb(http, proxy, direct, small, runs)
+            fake.reset()
+        log("proxy: 20 concurrent streaming clients")
+        fake.event_delay = 0.005
+        figures["concurrent"] = _concurrent(proxy, key, 20, 2 if smoke else 10)
+    figures["sessions"] = Session.objects.count()
+    return figures
+
+
+def _run_child(data_dir: str, smoke: bool) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env.update(
+        CTXWEB_DATA_DIR=data_dir,
+        DJANGO_SETTINGS_MODULE="ctxweb.settings",
+        DJANGO_DEBUG="1",
+        CTXWEB_CONN_MAX_AGE="60",
+        PYTHONPATH=str(ROOT),
+    )
+    command = [sys.executable, "-m", "bench.proxy", "--child", *(["--smoke"] if smoke else [])]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    if done.returncode:
+        raise RuntimeError(f"bench.proxy child failed:\n{done.stderr[-3000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    if argv is None:
+        argv = sys.argv[1:]
+    if "--child" in argv:
+        print(json.dumps(child("--smoke" in argv)))
+        return
+    args = options(__doc__, argv)
+    with tempfile.TemporaryDirectory(prefix="ctxweb-bench-proxy-") as data_dir:
+        figures = _run_child(data_dir, args.smoke)
+    print("## The transparent proxy: `bench/proxy.py`\n")
+    print("ctxweb under uvicorn (ASGI) and the fake upstream in one process, SQLite (WAL).\n")
+    rows = [
+        [
+            label,
+            f"{size['bytes'] / 1e6:.2f} MB",
+            f"{size['direct p50']:.1f} ms",
+            f"{size['proxy p50']:.1f} ms",
+            f"{size['added p50']:.1f} ms",
+            f"{size['added p95']:.1f} ms",
+        ]
+        for label, size in figures["sizes"].items()
+    ]
+    headers = ["history", "request", "direct p50", "proxy p50", "added p50", "added p95"]
+    print(table(headers, rows))
+    ttfb, many = figures["ttfb"], figures["concurrent"]
+    print()
+    print(
+        f"Time to first byte (streamed, 10K history): direct {ttfb['direct']:.1f} ms, "
+        f"through the proxy {ttfb['proxy']:.1f} ms.\n"
+    )
+    print(
+        f"20 concurrent streaming clients: {many['requests']} requests in {many['wall s']:.1f} s "
+        f"({many['per s']:.1f}/s), p50 {many['p50']:.0f} ms, p95 {many['p95']:.0f} ms, "
+        f"{many['errors']} errors; {figures['sessions']} sessions stored.\n"
+    )
+    largest = list(figures["sizes"])[-1]
+    added = figures["sizes"][largest]["added p50"]
+    print(
+        goal(
+            f"added latency p50 at {largest} = {added:.1f} ms (< {GOAL_MS:.0f} ms)", added < GOAL_MS
+        )
+    )
+    print(goal(f"20 concurrent streaming clients: {many['errors']} errors", many["errors"] == 0))
+
+
+if __name__ == "__main__":
+    main()

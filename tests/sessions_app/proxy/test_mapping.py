@@ -1,0 +1,229 @@
+"""Which session a request lands in (retries, Claude Code side requests), modes per profile,
+and the stored system prompt and tool definitions counted with the session."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anthropic
+import pytest
+
+from sessions_app.models import CompactionProfile, Message, Session
+from sessions_app.services.context import check, context_body, context_payload
+from sessions_app.viewmodels.gauge import context_gauge
+from sessions_app.viewmodels.limits import limits_for
+from tests.support.fake_anthropic import Reply
+from tests.support.fake_streaming import StreamingAnthropic
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CLAUDE_CODE: Any = {"user_id": "user_abc_account__session_0b1e6a52-7c55-4f0e-9a55-6c1f2b3d4e5f"}
+TOOLS: Any = [
+    {
+        "name": "Read",
+        "description": "Read a file from the local filesystem. " * 20,
+        "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}},
+    }
+]
+
+
+def test_retry_after_the_answer_was_stored_continues_the_session(
+    claude: anthropic.Anthropic, upstream_anthropic: StreamingAnthropic
+) -> None:
+    upstream_anthropic.script(Reply.text("first try"), Reply.text("second try"), Reply.text("ok"))
+    question: Any = [{"role": "user", "content": "Hello there"}]
+    claude.messages.create(model="m", max_tokens=20, messages=question)
+    retried = claude.messages.create(model="m", max_tokens=20, messages=question)  # same again
+    assert Session.objects.count() == 1
+    assert Message.objects.count() == 2  # the retry's answer is not stored a second time
+    # The client goes on with the answer of its retry: still the same session.
+    history: Any = [
+        *question,
+        {"role": "assistant", "content": [b.model_dump() for b in retried.content]},
+        {"role": "user", "content": "And then?"},
+    ]
+    claude.messages.create(model="m", max_tokens=20, messages=history)
+    session = Session.objects.get()
+    assert session.message_count == 4
+    roles = list(
+        Message.objects.filter(session=session).order_by("seq").values_list("role", flat=True)
+    )
+    assert roles == ["user", "assistant", "user", "assistant"]
+
+
+def test_claude_code_side_requests_do_not_make_sessions(
+    claude: anthropic.Anthropic, upstream_anthropic: StreamingAnthropic
+) -> None:
+    main: Any = [{"role": "user", "content": "Fix the failing test"}]
+    claude.messages.create(
+        model="m",
+        max_tokens=20,
+        system="You are Claude Code.",
+        tools=TOOLS,
+        messages=main,
+        metadata=CLAUDE_CODE,
+    )
+    for _ in range(3):  # title generation: another system prompt, no tools, same session id
+        answer = claude.messages.create(
+            model="m",
+            max_tokens=20,
+            system="Write a 5-10 word title for the conversation.",
+            messages=main,
+            metadata=CLAUDE_CODE,
+        )
+        assert answer.content
+    assert Session.objects.count() == 1
+    assert Session.objects.get().message_count == 2
+    assert len(upstream_anthropic.requests) == 4
+
+
+@pytest.fixture
+def observing_profile(transactional_db: Any) -> CompactionProfile:
+    """The default profile, in observe mode, with a window small enough to be over."""
+    CompactionProfile.objects.update(is_default=False)
+    return CompactionProfile.objects.create(
+        name="observer",
+        is_default=True,
+        summarizer="extractive",
+        context_limit=400,
+        trigger_ratio=0.5,
+        keep_recent_messages=1,
+        tail_retention_ratio=0.1,
+        cooldown_seconds=0.0,
+        proxy_mode="observe",
+    )
+
+
+def _long_history(turns: int) -> list[Any]:
+    history: list[Any] = []
+    for turn in range(turns):
+        words = " ".join(f"w{turn}x{i}" for i in range(60))
+        history += [
+            {"role": "user", "content": f"turn {turn}: {words}"},
+            {"role": "assistant", "content": [{"type": "text", "text": f"answer {turn}"}]},
+        ]
+    return [*history, {"role": "user", "content": "last"}]
+
+
+def test_profile_mode_observe_forwards_unchanged_and_the_header_overrides(
+    claude: anthropic.Anthropic,
+    upstream_anthropic: StreamingAnthropic,
+    observing_profile: CompactionProfile,
+) -> None:
+    history = _long_history(6)
+    claude.messages.create(model="m", max_tokens=20, messages=history)
+    assert upstream_anthropic.requests[-1].body["messages"] == history
+    session = Session.objects.get()
+    assert session.message_count == len(history) + 1
+    assert not session.compactions.exists()
+    reply = upstream_anthropic.requests  # one request so far
+    assert len(reply) == 1
+    follow = [
+        *history,
+        {"role": "assistant", "content": [{"type": "text", "text": "fake summary"}]},
+    ]
+    follow.append({"role": "user", "content": "now compact"})
+    claude.messages.create(
+        model="m", max_tokens=20, messages=follow, extra_headers={"X-Ctxweb-Mode": "compact"}
+    )
+    assert session.compactions.exists()
+    sent = upstream_anthropic.requests[-1].body["messages"]
+    assert len(json.dumps(sent)) < len(json.dumps(follow))
+
+
+def test_system_and_tools_are_counted_in_check_context_and_gauge(
+    claude: anthropic.Anthropic, upstream_anthropic: StreamingAnthropic
+) -> None:
+    system = "You are a careful coding agent. " * 40
+    claude.messages.create(
+        model="m",
+        max_tokens=20,
+        system=system,
+        tools=TOOLS,
+        messages=[{"role": "user", "content": "hi"}],
+        extra_headers={"X-Ctxweb-Session": "counted"},
+    )
+    session = Session.objects.get()
+    state = session.proxy_state or {}
+    assert state["system"] == system
+    assert state["tools"] == TOOLS
+    system_tokens, tools_tokens = state["system_tokens"], state["tools_tokens"]
+    assert system_tokens > 200
+    assert tools_tokens > 100
+    overhead = system_tokens + tools_tokens
+    status = check(session)
+    assert status["tokens"] == session.context_tokens + overhead
+    assert context_payload(session)["tokens"] == session.context_tokens + overhead
+    assert json.loads(context_body(session))["tokens"] == session.context_tokens + overhead
+    gauge = context_gauge(session, limits_for(session))
+    by_key = {segment.key: segment.tokens for segment in gauge.segments}
+    assert by_key["tool_definitions"] == tools_tokens
+    assert by_key["system"] == system_tokens
+    assert gauge.total == session.context_tokens + overhead
+    # Unchanged system and tools are not counted again; changed ones are.
+    claude.messages.create(
+        model="m",
+        max_tokens=20,
+        system="short",
+        tools=TOOLS,
+        messages=[
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "text", "text": "fake summary"}]},
+            {"role": "user", "content": "again"},
+        ],
+        extra_headers={"X-Ctxweb-Session": "counted"},
+    )
+    session.refresh_from_db()
+    assert session.message_count == 4
+    assert (session.proxy_state or {})["system_tokens"] == 1
+    assert (session.proxy_state or {})["tools_tokens"] == tools_tokens
+
+
+def test_moving_cache_breakpoints_stay_in_one_session(
+    claude: anthropic.Anthropic, upstream_anthropic: StreamingAnthropic
+) -> None:
+    """Claude Code puts `cache_control` on its last messages and moves it every turn: the
+    re-serialized messages still continue the stored ones."""
+    breakpoint_: Any = {"type": "ephemeral"}
+    history: list[Any] = []
+    for turn in range(4):
+        for message in history:  # the old breakpoints go
+            if isinstance(message["content"], list):
+                for block in message["content"]:
+                    block.pop("cache_control", None)
+        text = {"type": "text", "text": f"step {turn}", "cache_control": breakpoint_}
+        history.append({"role": "user", "content": [text]})
+        reply = claude.messages.create(model="m", max_tokens=20, messages=history)
+        assert upstream_anthropic.requests[-1].body["messages"] == history
+        history.append({"role": "assistant", "content": [b.model_dump() for b in reply.content]})
+    session = Session.objects.get()
+    assert session.message_count == 8
+
+
+def test_lifespan_closes_the_pooled_client() -> None:
+    import asyncio
+
+    from sessions_app.proxy import pool
+
+    async def scenario() -> tuple[list[str], bool]:
+        client = pool.upstream_client(pooled=True)
+        assert pool.upstream_client(pooled=True) is client
+        inbox = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
+        sent: list[str] = []
+
+        async def receive() -> dict[str, str]:
+            return inbox.pop(0)
+
+        async def send(message: Any) -> None:
+            sent.append(message["type"])
+
+        async def http_only(scope: Any, receive: Any, send: Any) -> None:
+            raise AssertionError("lifespan must not reach Django")
+
+        await pool.with_upstream_lifespan(http_only)({"type": "lifespan"}, receive, send)
+        return sent, client.is_closed
+
+    sent, closed = asyncio.run(scenario())
+    assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    assert closed
