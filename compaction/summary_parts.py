@@ -51,10 +51,15 @@ class PartedSummary:
     def encoding(self) -> str:
         return self.policy.encoding
 
-    def run(self, request: SummaryRequest) -> tuple[str, SummaryRequest]:
-        """The summary of `request.messages`, and the last request that made it."""
+    def run(
+        self, request: SummaryRequest, counts: Sequence[int] | None = None
+    ) -> tuple[str, SummaryRequest]:
+        """The summary of `request.messages`, and the last request that made it.
+
+        `counts`: the messages' token counts, when known (they spare encoding them again).
+        """
         budget = transcript_budget(request, self.policy.summary_input_limit, self.encoding)
-        fitting, costs = fits_costed(request.messages, budget, self.encoding)
+        fitting, costs = fits_costed(request.messages, budget, self.encoding, counts)
         if fitting:
             return self.summarize(request), request
         chunks = chunk_messages(request.messages, budget, self.encoding, costs=costs)

@@ -114,15 +114,16 @@ class SummaryStep:
             instructions=self.instructions,
             encoding=self.policy.encoding,
         )
+        known = {id(m): c for m, c in zip(snapshot.messages, snapshot.counts, strict=True)}
+        counts = [known[id(m)] for m in parts.middle]
         try:
-            text, final = self.parted.run(request)
+            text, final = self.parted.run(request, counts)
         except SummaryError as error:
             self.report.step(
                 "summary", ran=True, why=f"failed: {error.reason}", before=state.tokens
             )
             raise StepFailure(error.reason, error.detail) from error
-        known = {id(m): c for m, c in zip(snapshot.messages, snapshot.counts, strict=True)}
-        outlines = self.file_outlines(parts.middle, [known[id(m)] for m in parts.middle])
+        outlines = self.file_outlines(parts.middle, counts)
         outcome = self.retention_check(state, final, self.assemble(state, parts, text, outlines))
         new = outcome.state
         if new.tokens >= snapshot.tokens:

@@ -26,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
+import regex
 import tiktoken
 import tiktoken.load
 
@@ -36,6 +37,7 @@ __all__ = [
     "ENCODINGS",
     "IMAGE_TOKENS",
     "configure",
+    "count_prefixed",
     "count_text_tokens",
     "count_text_tokens_each",
     "count_tokens",
@@ -163,6 +165,56 @@ def count_text_tokens_each(texts: Iterable[str], encoding: str | None = None) ->
     """Tokens of each string, in order: one plain loop, no thread pool (module doc)."""
     encode = get_encoding(encoding).encode_ordinary
     return [len(encode(text)) if text else 0 for text in texts]
+
+
+#: Chunks of a text searched for a boundary its own split shares with the joined split.
+_JOIN_CHUNKS: Final = 24
+
+
+@cache
+def _splitter(name: str) -> regex.Pattern[str]:
+    """The encoding's pre-tokenizer: the regex that splits text into chunks before BPE."""
+    return regex.compile(ENCODINGS[name].pat_str)
+
+
+def count_prefixed(prefix: str, text: str, text_tokens: int, encoding: str | None = None) -> int:
+    """Tokens of `prefix + text`, given `text_tokens` (the tokens of `text`): exact.
+
+    tiktoken splits a text into chunks left to right (its pattern looks ahead, never
+    behind) and encodes each chunk on its own. From the first position of `text` where its
+    own split and the split of `prefix + text` both start a chunk, the two splits are the
+    same, so only the chunks before it are encoded. When no such position comes within a
+    few chunks, the whole joined text is encoded.
+    """
+    name = encoding or DEFAULT_ENCODING
+    encode = get_encoding(name).encode_ordinary
+    if not prefix:
+        return text_tokens
+    if not text:
+        return len(encode(prefix))
+    split = _splitter(name)
+    starts: dict[int, int] = {}  # chunk start in text -> tokens of the text before it
+    tokens = 0
+    end = 0
+    for match in split.finditer(text):
+        if len(starts) == _JOIN_CHUNKS or match.start() != end:
+            break
+        starts[match.start()] = tokens
+        tokens += len(encode(match.group()))
+        end = match.end()
+    joined = prefix + text
+    offset = len(prefix)
+    tokens = 0
+    end = 0
+    for match in split.finditer(joined):
+        start = match.start()
+        if start != end or start - offset > max(starts):
+            break  # a gap (never seen), or past the known chunk starts
+        if start >= offset and start - offset in starts:
+            return tokens + text_tokens - starts[start - offset]
+        tokens += len(encode(match.group()))
+        end = match.end()
+    return len(encode(joined))
 
 
 def message_tokens(message: Mapping[str, Any], encoding: str | None = None) -> int:

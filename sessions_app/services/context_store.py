@@ -7,9 +7,10 @@ process without it in memory reads the file instead: a header line with the stat
 describes, then the response bytes. The reader checks the header's stamp against the
 database like any cached text, so a stale file is never served, only extended or rebuilt.
 
-The folder is CTXWEB_CONTEXT_STORE_DIR (default: `context` in CTXWEB_DATA_DIR); several
-machines may share it or keep their own. Any error reading or writing is treated as a
-miss: the store is an accelerator, never the source of truth.
+The folder is `context` in CTXWEB_DATA_DIR; several machines may share it or keep their
+own. Nothing is stored when CTXWEB_CONTEXT_CACHE_BYTES is 0, nor a response larger than
+it. Any error reading or writing is treated as a miss: the store is an accelerator, never
+the source of truth.
 """
 
 from __future__ import annotations
@@ -30,9 +31,8 @@ logger = logging.getLogger("sessions_app")
 
 
 def store_dir() -> Path:
-    """The folder of the stored responses."""
-    configured = getattr(settings, "CTXWEB_CONTEXT_STORE_DIR", None)
-    return Path(configured) if configured else Path(settings.DATA_DIR) / "context"
+    """The folder of the stored responses: `context` in CTXWEB_DATA_DIR."""
+    return Path(settings.DATA_DIR) / "context"
 
 
 def _path(key: str, fmt: str) -> Path:
