@@ -132,12 +132,16 @@ class PartedSummary:
         self.report.emit("summary_chunk", detail=detail)
 
     def identifiers_that_fit(
-        self, final: SummaryRequest, identifiers: Sequence[str]
+        self,
+        final: SummaryRequest,
+        identifiers: Sequence[str],
+        counts: Sequence[int] | None = None,
     ) -> tuple[str, ...]:
-        """The first of `identifiers` that a re-ask of `final` can list under the limit."""
+        """The first of `identifiers` that a re-ask of `final` can list under the limit
+        (`counts`: the token counts of its messages, when known)."""
         listed = replace(final, required_identifiers=("x",))
         budget = transcript_budget(listed, self.policy.summary_input_limit, self.encoding)
-        room = budget - sum(message_costs(final.messages, self.encoding))
+        room = budget - sum(message_costs(final.messages, self.encoding, counts))
         kept: list[str] = []
         for identifier in identifiers:
             cost = count_text_tokens(f"- {identifier}\n", self.encoding) + 1
