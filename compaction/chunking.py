@@ -79,8 +79,17 @@ def message_costs(
         if parts is None:
             costs.append(len(encode(serialize_message(_NUMBER, message))) + _SEPARATOR)
         else:
-            costs.append(count_prefixed(*parts, count, encoding) + _SEPARATOR)
+            prefix, text = parts
+            settled = len(_header(message)) - 2 if str(message.get("role")).isalpha() else 0
+            costs.append(
+                count_prefixed(prefix, text, count, encoding, settled=settled) + _SEPARATOR
+            )
     return costs
+
+
+def _header(message: Message) -> str:
+    """The first line of a message's transcript, numbered with the bound `_NUMBER`."""
+    return f"[{_NUMBER}] {message.get('role', '?')}:\n"
 
 
 def _header_and_text(message: Message) -> tuple[str, str] | None:
@@ -88,7 +97,7 @@ def _header_and_text(message: Message) -> tuple[str, str] | None:
     count is that of `text` alone; None otherwise."""
     if is_summary_message(message):
         return None
-    header = f"[{_NUMBER}] {message.get('role', '?')}:\n"
+    header = _header(message)
     content = message.get("content")
     if isinstance(content, str):
         return header, content

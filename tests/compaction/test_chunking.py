@@ -146,12 +146,14 @@ _PIECES = ["a", "B", "1", "22", " ", "  ", "\n", "\r\n", "\t", "(", ")", ":", "/
 _TEXTS = st.lists(st.sampled_from([*_PIECES, "foo", "Bar", "\u0301", "-", "  x"]), max_size=30)
 
 
+@settings(deadline=None)  # the first call loads the vocabulary
 @given(prefix=st.lists(st.sampled_from(_PIECES), max_size=6).map("".join), text=_TEXTS.map("".join))
 def test_count_prefixed_is_the_count_of_the_joined_text(prefix: str, text: str) -> None:
     known = count_text_tokens(text)
     assert count_prefixed(prefix, text, known) == count_text_tokens(prefix + text)
 
 
+@settings(deadline=None)
 @given(texts=st.lists(_TEXTS.map("".join).filter(str.strip), min_size=1, max_size=6))
 def test_costs_from_cached_counts_are_the_encoded_costs(texts: list[str]) -> None:
     messages: list[dict[str, Any]] = []
