@@ -10,6 +10,7 @@ identity cannot be reused by another object while it lasts.
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -62,7 +63,7 @@ class _Checked:
     """What `ensure_valid` found valid in one scope (module doc)."""
 
     messages: dict[int, Any] = field(default_factory=dict)  # id -> the dict, kept alive
-    orders: set[tuple[int, ...]] = field(default_factory=set)
+    orders: set[bytes] = field(default_factory=set)  # the identities of a list, packed
 
     def known_valid(self, messages: Any, *, check_order: bool) -> bool:
         if not isinstance(messages, list | tuple):
@@ -70,14 +71,19 @@ class _Checked:
         known = self.messages
         if any(known.get(id(message)) is not message for message in messages):
             return False
-        return not check_order or tuple(map(id, messages)) in self.orders
+        return not check_order or _identities(messages) in self.orders
 
     def remember(self, messages: Sequence[Any], *, check_order: bool) -> None:
         if not isinstance(messages, list | tuple):
             return
         self.messages.update((id(message), message) for message in messages)
         if check_order:
-            self.orders.add(tuple(map(id, messages)))
+            self.orders.add(_identities(messages))
+
+
+def _identities(messages: Sequence[Any]) -> bytes:
+    """The identities of `messages` in order, 8 bytes each (a compact key)."""
+    return array("Q", map(id, messages)).tobytes()
 
 
 _scope: ContextVar[_Checked | None] = ContextVar("compaction_validation_scope", default=None)
