@@ -11,11 +11,15 @@ both (compaction, revert, offload), and each read compares the stamp with the da
 first, so nothing stale is served and each process may keep its own copy. After appends
 only (same revision, higher version) the cached Anthropic text is extended with the new
 entries, unless they break the alternation, instead of being rebuilt. `limit` and `usage`
-depend on the profile, which the admin may change at any time: they are added to every
-response, never cached.
+depend on the profile, which the admin may change at any time: the profile is read on
+every request and the cached response holds the tail of the limit it was last served
+for, so a repeated read returns the cached bytes and a changed limit rewrites the tail
+only.
 
 In process rather than in Django's cache: a shared cache would move megabytes per read
 (the production example uses the database as its cache), where a local hit costs nothing.
+Each response built is also written to a file (services/context_store.py), so a fresh
+process reads it instead of rebuilding it, with the same stamp check.
 """
 
 from __future__ import annotations
