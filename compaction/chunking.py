@@ -19,7 +19,7 @@ from typing import Any, Final
 from .messages import Message, is_summary_message, tool_result_ids, tool_use_ids
 from .preview import truncation_marker
 from .summarizers.prompt import serialize_message, serialize_transcript
-from .tokens import count_text_tokens, get_encoding
+from .tokens import count_prefixed, count_text_tokens, get_encoding
 
 __all__ = [
     "Chunk",
@@ -58,10 +58,60 @@ class Chunk:
     summary: bool = False
 
 
-def message_costs(messages: Sequence[Message], encoding: str | None = None) -> list[int]:
-    """The transcript tokens of each message (numbered with a six-digit number: a bound)."""
+def message_costs(
+    messages: Sequence[Message],
+    encoding: str | None = None,
+    counts: Sequence[int] | None = None,
+) -> list[int]:
+    """The transcript tokens of each message (numbered with a six-digit number: a bound).
+
+    `counts` (the messages' token counts, e.g. cached): a message whose transcript is a
+    fixed header followed by its one text (string content, one text block, or one
+    tool_result of string content) is costed from its count, without encoding that text
+    again (`count_prefixed`: the same figure).
+    """
     encode = get_encoding(encoding).encode_ordinary
-    return [len(encode(serialize_message(_NUMBER, m))) + _SEPARATOR for m in messages]
+    if counts is None:
+        return [len(encode(serialize_message(_NUMBER, m))) + _SEPARATOR for m in messages]
+    costs: list[int] = []
+    for message, count in zip(messages, counts, strict=True):
+        parts = _header_and_text(message)
+        if parts is None:
+            costs.append(len(encode(serialize_message(_NUMBER, message))) + _SEPARATOR)
+        else:
+            prefix, text = parts
+            settled = len(_header(message)) - 2 if str(message.get("role")).isalpha() else 0
+            costs.append(
+                count_prefixed(prefix, text, count, encoding, settled=settled) + _SEPARATOR
+            )
+    return costs
+
+
+def _header(message: Message) -> str:
+    """The first line of a message's transcript, numbered with the bound `_NUMBER`."""
+    return f"[{_NUMBER}] {message.get('role', '?')}:\n"
+
+
+def _header_and_text(message: Message) -> tuple[str, str] | None:
+    """(header, text) when the transcript of `message` is the two joined and its token
+    count is that of `text` alone; None otherwise."""
+    if is_summary_message(message):
+        return None
+    header = _header(message)
+    content = message.get("content")
+    if isinstance(content, str):
+        return header, content
+    if not isinstance(content, list) or len(content) != 1 or type(content[0]) is not dict:
+        return None
+    block = content[0]
+    kind, text = block.get("type"), block.get("text")
+    if kind == "text" and isinstance(text, str):
+        return header, text
+    result = block.get("content")
+    if kind == "tool_result" and isinstance(result, str):
+        status = "error" if block.get("is_error") else "result"
+        return f"{header}(tool {status} for id={block.get('tool_use_id')}) ", result
+    return None
 
 
 def fits(messages: Sequence[Message], budget: int, encoding: str | None = None) -> bool:
@@ -77,17 +127,21 @@ def fits(messages: Sequence[Message], budget: int, encoding: str | None = None) 
 
 
 def fits_costed(
-    messages: Sequence[Message], budget: int, encoding: str | None = None
+    messages: Sequence[Message],
+    budget: int,
+    encoding: str | None = None,
+    counts: Sequence[int] | None = None,
 ) -> tuple[bool, list[int] | None]:
     """`fits(messages, budget)`, and the messages' `message_costs` when they were needed.
 
     A transcript too large for its bytes to decide is costed per message (what chunking
     needs anyway): a total within the budget fits, a total over it by more than the costs'
     slack does not, and only in between is the whole transcript counted once more.
+    `counts`: the messages' token counts, when known (see `message_costs`).
     """
     if len(serialize_transcript(messages).encode("utf-8", errors="surrogatepass")) <= budget:
         return True, None
-    costs = message_costs(messages, encoding)
+    costs = message_costs(messages, encoding, counts)
     total = sum(costs)
     if total <= budget:
         return True, costs

@@ -45,7 +45,7 @@ from .summarizers.extractive import ExtractiveSummarizer
 from .summary_step import SummaryOutcome, SummaryStep
 from .time_budget import TimeBudget
 from .tokens import message_token_counts
-from .validation import ensure_valid, validate_messages
+from .validation import ensure_valid, validate_messages, validation_scope
 
 __all__ = ["compact_messages"]
 
@@ -85,7 +85,6 @@ def compact_messages(
     hold one count per message. Otherwise never raises: every failure rolls back to the
     input and is named in `result.reason`.
     """
-    ensure_valid(messages)
     chosen = (options or CompactOptions()).with_given(
         summarizer=summarizer,
         archive_dir=archive_dir,
@@ -101,7 +100,9 @@ def compact_messages(
         offload_store=offload_store,
         token_counts=token_counts,
     )
-    return _Flow.start(policy or Policy(), chosen).execute(messages)
+    with validation_scope():  # the steps validate the same messages again: once is enough
+        ensure_valid(messages)
+        return _Flow.start(policy or Policy(), chosen).execute(messages)
 
 
 @dataclass

@@ -51,10 +51,15 @@ class PartedSummary:
     def encoding(self) -> str:
         return self.policy.encoding
 
-    def run(self, request: SummaryRequest) -> tuple[str, SummaryRequest]:
-        """The summary of `request.messages`, and the last request that made it."""
+    def run(
+        self, request: SummaryRequest, counts: Sequence[int] | None = None
+    ) -> tuple[str, SummaryRequest]:
+        """The summary of `request.messages`, and the last request that made it.
+
+        `counts`: the messages' token counts, when known (they spare encoding them again).
+        """
         budget = transcript_budget(request, self.policy.summary_input_limit, self.encoding)
-        fitting, costs = fits_costed(request.messages, budget, self.encoding)
+        fitting, costs = fits_costed(request.messages, budget, self.encoding, counts)
         if fitting:
             return self.summarize(request), request
         chunks = chunk_messages(request.messages, budget, self.encoding, costs=costs)
@@ -127,12 +132,16 @@ class PartedSummary:
         self.report.emit("summary_chunk", detail=detail)
 
     def identifiers_that_fit(
-        self, final: SummaryRequest, identifiers: Sequence[str]
+        self,
+        final: SummaryRequest,
+        identifiers: Sequence[str],
+        counts: Sequence[int] | None = None,
     ) -> tuple[str, ...]:
-        """The first of `identifiers` that a re-ask of `final` can list under the limit."""
+        """The first of `identifiers` that a re-ask of `final` can list under the limit
+        (`counts`: the token counts of its messages, when known)."""
         listed = replace(final, required_identifiers=("x",))
         budget = transcript_budget(listed, self.policy.summary_input_limit, self.encoding)
-        room = budget - sum(message_costs(final.messages, self.encoding))
+        room = budget - sum(message_costs(final.messages, self.encoding, counts))
         kept: list[str] = []
         for identifier in identifiers:
             cost = count_text_tokens(f"- {identifier}\n", self.encoding) + 1

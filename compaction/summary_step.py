@@ -114,16 +114,19 @@ class SummaryStep:
             instructions=self.instructions,
             encoding=self.policy.encoding,
         )
+        known = {id(m): c for m, c in zip(snapshot.messages, snapshot.counts, strict=True)}
+        counts = [known[id(m)] for m in parts.middle]
         try:
-            text, final = self.parted.run(request)
+            text, final = self.parted.run(request, counts)
         except SummaryError as error:
             self.report.step(
                 "summary", ran=True, why=f"failed: {error.reason}", before=state.tokens
             )
             raise StepFailure(error.reason, error.detail) from error
-        known = {id(m): c for m, c in zip(snapshot.messages, snapshot.counts, strict=True)}
-        outlines = self.file_outlines(parts.middle, [known[id(m)] for m in parts.middle])
-        outcome = self.retention_check(state, final, self.assemble(state, parts, text, outlines))
+        outlines = self.file_outlines(parts.middle, counts)
+        final_counts = counts if final.messages is request.messages else None
+        first = self.assemble(state, parts, text, outlines)
+        outcome = self.retention_check(state, final, first, final_counts)
         new = outcome.state
         if new.tokens >= snapshot.tokens:
             self.report.step("summary", ran=True, why="no token savings", before=state.tokens)
@@ -240,12 +243,17 @@ class SummaryStep:
         return SummaryOutcome(new, text, message, parts, outlines)
 
     def retention_check(
-        self, state: ContextState, request: SummaryRequest, first: SummaryOutcome
+        self,
+        state: ContextState,
+        request: SummaryRequest,
+        first: SummaryOutcome,
+        counts: Sequence[int] | None = None,
     ) -> SummaryOutcome:
         """Measure recall of the middle's identifiers; ask once more when it is too low.
 
         `request` is the one that made the summary (the last of a parted run): asked again
-        with the missing identifiers that fit under the input limit.
+        with the missing identifiers that fit under the input limit. `counts`: the token
+        counts of its messages, when known.
         """
         identifiers = extract_identifiers(first.partition.middle)
         recall, missing = measure_recall(identifiers, first.state.messages)
@@ -257,7 +265,7 @@ class SummaryStep:
         )
         if recall >= self.policy.min_recall or not missing:
             return first
-        listed = self.parted.identifiers_that_fit(request, missing)
+        listed = self.parted.identifiers_that_fit(request, missing, counts)
         if not listed:
             return first
         retry = replace(request, required_identifiers=listed)

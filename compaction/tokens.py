@@ -21,11 +21,12 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
+import regex
 import tiktoken
 import tiktoken.load
 
@@ -36,6 +37,7 @@ __all__ = [
     "ENCODINGS",
     "IMAGE_TOKENS",
     "configure",
+    "count_prefixed",
     "count_text_tokens",
     "count_text_tokens_each",
     "count_tokens",
@@ -163,6 +165,65 @@ def count_text_tokens_each(texts: Iterable[str], encoding: str | None = None) ->
     """Tokens of each string, in order: one plain loop, no thread pool (module doc)."""
     encode = get_encoding(encoding).encode_ordinary
     return [len(encode(text)) if text else 0 for text in texts]
+
+
+#: Chunks of a text searched for a boundary its own split shares with the joined split.
+_JOIN_CHUNKS: Final = 24
+
+
+@cache
+def _splitter(name: str) -> regex.Pattern[str]:
+    """The encoding's pre-tokenizer: the regex that splits text into chunks before BPE."""
+    return regex.compile(ENCODINGS[name].pat_str)
+
+
+def count_prefixed(
+    prefix: str, text: str, text_tokens: int, encoding: str | None = None, *, settled: int = 0
+) -> int:
+    """Tokens of `prefix + text`, given `text_tokens` (the tokens of `text`): exact.
+
+    tiktoken splits a text into chunks left to right (its pattern looks ahead, never
+    behind) and encodes each chunk on its own. From the first position of `text` where its
+    own split and the split of `prefix + text` both start a chunk, the two splits are the
+    same, so only the chunks before it are encoded. `settled`: a position of `prefix`, after
+    a letter, where a chunk starts whatever follows (the split before it is then counted
+    once per distinct head). When no shared position comes within a few chunks, the whole
+    joined text is encoded.
+    """
+    name = encoding or DEFAULT_ENCODING
+    encode = get_encoding(name).encode_ordinary
+    if not prefix:
+        return text_tokens
+    joined = prefix + text
+    if not text:
+        return len(encode(prefix))
+    split = _splitter(name)
+    offset = len(prefix)
+    tokens = _head_tokens(prefix[:settled], name) if settled else 0
+    own = split.finditer(text)
+    own_start = own_before = 0  # where the text's next own chunk starts, tokens before it
+    end = settled
+    for index, match in enumerate(split.finditer(joined, settled)):
+        start = match.start()
+        if start != end or index > _JOIN_CHUNKS:
+            break  # a gap (never seen), or too far
+        if start >= offset:
+            while own_start < start - offset:
+                chunk = next(own, None)
+                if chunk is None or chunk.start() != own_start:
+                    return len(encode(joined))
+                own_before += len(encode(chunk.group()))
+                own_start = chunk.end()
+            if own_start == start - offset:
+                return tokens + text_tokens - own_before
+        tokens += len(encode(match.group()))
+        end = match.end()
+    return len(encode(joined))
+
+
+@lru_cache(maxsize=256)
+def _head_tokens(head: str, name: str) -> int:
+    return len(get_encoding(name).encode_ordinary(head))
 
 
 def message_tokens(message: Mapping[str, Any], encoding: str | None = None) -> int:

@@ -1,9 +1,21 @@
-"""Validation of message lists: every problem, with its path; nothing is ever "fixed" here."""
+"""Validation of message lists: every problem, with its path; nothing is ever "fixed" here.
+
+Every public engine function validates its input, and one compaction hands the same
+messages from step to step. Inside `validation_scope` (one compaction run) `ensure_valid`
+remembers what it has checked, by identity: a message dict already found valid is not
+checked again, nor the order of a list holding the very same dicts in the same order. The
+engine never mutates a message, and the scope keeps each remembered dict alive, so an
+identity cannot be reused by another object while it lasts.
+"""
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InvalidMessagesError, Problem
@@ -36,9 +48,58 @@ def validate_messages(messages: Any, *, check_order: bool = True) -> list[Proble
 
 def ensure_valid(messages: Any, *, check_order: bool = True) -> None:
     """Raise InvalidMessagesError when `validate_messages` finds anything."""
+    scope = _scope.get()
+    if scope is not None and scope.known_valid(messages, check_order=check_order):
+        return
     problems = validate_messages(messages, check_order=check_order)
     if problems:
         raise InvalidMessagesError(problems)
+    if scope is not None:
+        scope.remember(messages, check_order=check_order)
+
+
+@dataclass
+class _Checked:
+    """What `ensure_valid` found valid in one scope (module doc)."""
+
+    messages: dict[int, Any] = field(default_factory=dict)  # id -> the dict, kept alive
+    orders: set[bytes] = field(default_factory=set)  # the identities of a list, packed
+
+    def known_valid(self, messages: Any, *, check_order: bool) -> bool:
+        if not isinstance(messages, list | tuple):
+            return False
+        known = self.messages
+        if any(known.get(id(message)) is not message for message in messages):
+            return False
+        return not check_order or _identities(messages) in self.orders
+
+    def remember(self, messages: Sequence[Any], *, check_order: bool) -> None:
+        if not isinstance(messages, list | tuple):
+            return
+        self.messages.update((id(message), message) for message in messages)
+        if check_order:
+            self.orders.add(_identities(messages))
+
+
+def _identities(messages: Sequence[Any]) -> bytes:
+    """The identities of `messages` in order, 8 bytes each (a compact key)."""
+    return array("Q", map(id, messages)).tobytes()
+
+
+_scope: ContextVar[_Checked | None] = ContextVar("compaction_validation_scope", default=None)
+
+
+@contextmanager
+def validation_scope() -> Iterator[None]:
+    """Within it, `ensure_valid` checks each message and each order only once (module doc)."""
+    if _scope.get() is not None:  # nested: the outer scope goes on
+        yield
+        return
+    token = _scope.set(_Checked())
+    try:
+        yield
+    finally:
+        _scope.reset(token)
 
 
 def _message_problems(index: int, message: Any) -> Iterator[Problem]:

@@ -28,7 +28,7 @@ _NO_OFFLOAD_OPTIONS: Any = body_param(OffloadIn(min_chars=None))
 @router.get("/{session_id}/context", response={200: ContextOut, **errors(422)})
 def context(request: HttpRequest, session_id: str, format: Format = "anthropic") -> HttpResponse:
     """The runtime context as Anthropic `{system, messages}` (or an OpenAI chat array)."""
-    body = context_body(owned_session(request, session_id), format)
+    body = context_body(owned_session(request, session_id), format, just_read=True)
     return HttpResponse(body, content_type="application/json")
 
 
@@ -49,7 +49,7 @@ def check_session(
     """`{should_compact, tokens, threshold, limit, usage}` from the cached token counts."""
     session = owned_session(request, session_id)
     profile = profile_for(session, payload.profile) if payload.profile else None
-    return check(session, profile)
+    return check(session, profile).to_dict()
 
 
 @router.post("/{session_id}/offload", response={200: OffloadOut, **errors(400, 403, 409, 422)})

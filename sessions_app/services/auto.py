@@ -81,7 +81,7 @@ def prepare_context(session: Session, *, fmt: Format = "anthropic") -> PreparedC
     skipped: str | None = None
     if not policy.enabled:
         skipped = "disabled"
-    elif not status["should_compact"]:
+    elif not status.should_compact:
         skipped = "below_threshold"
     elif in_cooldown(session):
         skipped = "cooldown"
@@ -95,11 +95,11 @@ def prepare_context(session: Session, *, fmt: Format = "anthropic") -> PreparedC
     payload = context_payload(session, fmt, profile=profile)
     stored = truncation or (outcome.compaction if outcome else None)
     return PreparedContext(
-        system=payload["system"],
-        messages=payload["messages"],
-        tokens=payload["tokens"],
-        limit=payload["limit"],
-        usage=payload["usage"],
+        system=payload.system,
+        messages=payload.messages,
+        tokens=payload.tokens,
+        limit=payload.limit,
+        usage=payload.usage,
         compaction=_summary_of(stored),
         skipped=skipped or (outcome.reason if outcome and not outcome.compaction else None),
     )

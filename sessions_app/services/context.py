@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import json
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..models import CompactionProfile, Session
-from .context_text import Format, context_text, payload_parts, system_text
+from .context_text import Format, context_text, payload_parts, response_tail, system_text
 from .entries import entry_message, load_entries
 from .overhead import OVERHEAD_VALUES, overhead_values, session_overhead
 from .policies import policy_for
 
 __all__ = [
+    "ContextCheck",
+    "ContextPayload",
     "Format",
     "check",
     "context_body",
@@ -29,10 +31,47 @@ def runtime_messages(session: Session) -> list[dict[str, Any]]:
     return [entry_message(entry) for entry in load_entries(session)]
 
 
+@dataclass(frozen=True, slots=True)
+class ContextPayload:
+    """The context as a ready request: what `GET .../context` answers, decoded."""
+
+    system: str | None
+    messages: list[dict[str, Any]]
+    tokens: int
+    limit: int | None
+    usage: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """`{system, messages, tokens, limit, usage}` (the JSON response's keys)."""
+        return {
+            "system": self.system,
+            "messages": self.messages,
+            "tokens": self.tokens,
+            "limit": self.limit,
+            "usage": self.usage,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ContextCheck:
+    """Whether the context should be compacted now, from the cached token counts."""
+
+    should_compact: bool
+    tokens: int
+    threshold: int
+    limit: int | None
+    usage: float | None
+    profile: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """`{should_compact, tokens, threshold, limit, usage, profile}` (the `check` answer)."""
+        return asdict(self)
+
+
 def context_payload(
     session: Session, fmt: Format = "anthropic", *, profile: CompactionProfile | None = None
-) -> dict[str, Any]:
-    """`{system, messages, tokens, limit, usage}`: the context as a ready request.
+) -> ContextPayload:
+    """The context as a ready request (`to_dict()`: `{system, messages, tokens, limit, usage}`).
 
     anthropic: the leading system messages joined into `system`, then role/content messages.
     openai: one chat array in `messages` (system first, tool_calls, `role: "tool"` results);
@@ -42,34 +81,40 @@ def context_payload(
     system, messages, tokens = payload_parts(load_entries(session), fmt)
     tokens += session_overhead(session).total  # a proxied session's system and tools
     limit = policy_for(session, profile).context_limit
-    return {
-        "system": system,
-        "messages": messages,
-        "tokens": tokens,
-        "limit": limit,
-        "usage": round(tokens / limit, 6) if limit else None,
-    }
+    return ContextPayload(
+        system=system,
+        messages=messages,
+        tokens=tokens,
+        limit=limit,
+        usage=round(tokens / limit, 6) if limit else None,
+    )
 
 
 def context_body(
-    session: Session, fmt: Format = "anthropic", *, profile: CompactionProfile | None = None
+    session: Session,
+    fmt: Format = "anthropic",
+    *,
+    profile: CompactionProfile | None = None,
+    just_read: bool = False,
 ) -> bytes:
     """`context_payload` as UTF-8 JSON, assembled once per session state and then cached.
 
     The Anthropic form is spliced from each entry's stored JSON text (no decode and
-    re-encode); see `context_text` for the cache. Only `limit` and `usage`, which depend on
-    the profile, are computed per call. The API's `GET .../context` returns these bytes.
+    re-encode); see `context_text` for the caches. The whole response is cached for the
+    profile's limit, so a repeated read returns the same bytes. `just_read`: `session` (and
+    its profile, when loaded with it) were read from the database by this request, so
+    their state stamp and profile need no second read.
     """
     _check_format(fmt)
-    text = context_text(session, fmt)
-    tokens = text.tokens + session_overhead(session).total  # a proxied session's system, tools
+    stamp = (session.context_revision, session.version) if just_read else None
+    if profile is None and just_read and Session.profile.is_cached(session):
+        profile = session.profile
     limit = policy_for(session, profile).context_limit
-    usage = json.dumps(round(tokens / limit, 6) if limit else None)
-    if fmt == "openai":  # json.dumps' default separators, as the cached part has them
-        tail = f', "tokens": {tokens}, "limit": {json.dumps(limit)}, "usage": {usage}}}'
-    else:
-        tail = f'],"tokens":{tokens},"limit":{limit},"usage":{usage}}}'
-    return text.body + tail.encode()
+    text = context_text(session, fmt, limit, stamp=stamp)
+    overhead = session_overhead(session).total  # a proxied session's system and tools
+    if not overhead:
+        return text.data
+    return b"".join((text.body, response_tail(fmt, text.tokens + overhead, limit)))
 
 
 def context_json(
@@ -84,8 +129,8 @@ def _check_format(fmt: str) -> None:
         raise ValueError(f"unknown format {fmt!r}; known: anthropic, openai")
 
 
-def check(session: Session, profile: CompactionProfile | None = None) -> dict[str, Any]:
-    """`{should_compact, tokens, threshold, limit, usage}` from the cached counts (a sum).
+def check(session: Session, profile: CompactionProfile | None = None) -> ContextCheck:
+    """Whether to compact now, from the cached counts (a sum); `to_dict()` is the answer.
 
     Reads the session's totals fresh from the database, so concurrent appends are seen.
     """
@@ -95,11 +140,11 @@ def check(session: Session, profile: CompactionProfile | None = None) -> dict[st
     tokens += overhead_values(fresh) if fresh else session_overhead(session).total
     policy = policy_for(session, profile)
     limit = policy.context_limit
-    return {
-        "should_compact": bool(policy.enabled and policy.scaled(tokens) >= policy.threshold),
-        "tokens": tokens,
-        "threshold": policy.threshold,
-        "limit": limit,
-        "usage": round(tokens / limit, 6) if limit else None,
-        "profile": policy.name,
-    }
+    return ContextCheck(
+        should_compact=bool(policy.enabled and policy.scaled(tokens) >= policy.threshold),
+        tokens=tokens,
+        threshold=policy.threshold,
+        limit=limit,
+        usage=round(tokens / limit, 6) if limit else None,
+        profile=policy.name,
+    )

@@ -11,18 +11,22 @@ both (compaction, revert, offload), and each read compares the stamp with the da
 first, so nothing stale is served and each process may keep its own copy. After appends
 only (same revision, higher version) the cached Anthropic text is extended with the new
 entries, unless they break the alternation, instead of being rebuilt. `limit` and `usage`
-depend on the profile, which the admin may change at any time: they are added to every
-response, never cached.
+depend on the profile, which the admin may change at any time: the profile is read on
+every request and the cached response holds the tail of the limit it was last served
+for, so a repeated read returns the cached bytes and a changed limit rewrites the tail
+only.
 
 In process rather than in Django's cache: a shared cache would move megabytes per read
 (the production example uses the database as its cache), where a local hit costs nothing.
+Each response built is also written to a file (services/context_store.py), so a fresh
+process reads it instead of rebuilding it, with the same stamp check.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
 
 from django.conf import settings
@@ -34,6 +38,7 @@ from compaction import blocks_of
 
 from ..exporters import request_messages, to_openai
 from ..models import ContextEntry, Session
+from . import context_store
 from .entries import entry_message, load_entries
 from .sized_cache import SizedCache
 
@@ -44,6 +49,7 @@ __all__ = [
     "clear_cache",
     "context_text",
     "payload_parts",
+    "response_tail",
     "system_text",
 ]
 
@@ -63,20 +69,25 @@ def cache_budget() -> int:
 
 @dataclass(frozen=True)
 class ContextText:
-    """The profile-independent part of a context response and the state it describes.
+    """A whole context response for one `limit`, and the state it describes.
 
-    `body` is the response up to the messages: Anthropic `{"system":…,"messages":[…` (its
-    list still open), OpenAI `json.dumps({system, messages})` without the closing brace.
-    `open_tail` (Anthropic): the list holds a non-system message, so appended entries can
-    only extend the list, never the system prompt; `last_role` is the role of its last
-    message (an appended entry of the same role cannot simply be spliced after it).
+    `data[:split]` is the profile-independent part: Anthropic `{"system":…,"messages":[…`
+    (its list still open), OpenAI `json.dumps({system, messages})` without the closing
+    brace; the rest is the tail `tokens`, `limit` and `usage` for `limit`, so a repeated
+    read returns `data` as it is. `open_tail` (Anthropic): the list holds a non-system
+    message, so appended entries can only extend the list, never the system prompt;
+    `last_role` is the role of its last message (an appended entry of the same role cannot
+    simply be spliced after it).
     """
 
     revision: int
     version: int
     last_position: int
     tokens: int
-    body: bytes
+    data: bytes
+    split: int
+    limit: int | None
+    fmt: Format
     open_tail: bool
     last_role: str = ""
 
@@ -85,37 +96,115 @@ class ContextText:
         """(context_revision, version) of the state this text describes."""
         return self.revision, self.version
 
+    @property
+    def body(self) -> memoryview:
+        """The profile-independent part of `data` (no copy)."""
+        return memoryview(self.data)[: self.split]
 
-_cache: SizedCache[ContextText] = SizedCache(cache_budget, lambda text: len(text.body))
+    def for_limit(self, limit: int | None) -> ContextText:
+        """This text with the tail of `limit` (itself when it has it already)."""
+        if limit == self.limit:
+            return self
+        data = b"".join((self.body, response_tail(self.fmt, self.tokens, limit)))
+        return replace(self, data=data, limit=limit)
 
 
-def clear_cache() -> None:
-    """Forget every assembled context of this process."""
+_cache: SizedCache[ContextText] = SizedCache(cache_budget, lambda text: len(text.data))
+
+
+def clear_cache(*, stored: bool = True) -> None:
+    """Forget every assembled context of this process (and the stored files: `stored`)."""
     _cache.clear()
+    if stored:
+        context_store.clear()
 
 
-def context_text(session: Session, fmt: Format) -> ContextText:
-    """The assembled context of `session` as the database holds it now (cached)."""
+def context_text(
+    session: Session, fmt: Format, limit: int | None, *, stamp: Stamp | None = None
+) -> ContextText:
+    """The context response of `session` for `limit` as the database holds it now (cached).
+
+    `stamp`: the session's (context_revision, version) when the caller has just read them
+    (the API reads the session row anyway); otherwise they are read here.
+    """
     key = (session.pk, fmt)
-    stamp = _stamp(session)
+    stamp = stamp or _stamp(session)
     if stamp is None:  # deleted meanwhile: nothing worth caching
-        return _built(session, fmt, (0, 0))
+        return _built(session, fmt, (0, 0), limit)
     cached = _cache.get(key)
     if cached is not None and cached.stamp == stamp:
-        return cached
+        found = cached.for_limit(limit)
+        if found is not cached:
+            _cache.put(key, found)
+        return found
+    fresh = cached is None
+    if fresh and cache_budget() > 0:  # no budget: no cache of any kind
+        cached = _stored(session, fmt)
+    if cached is not None and cached.stamp == stamp:
+        return _keep(session, key, cached.for_limit(limit), stored=False)
     if cached is not None and _appended_only(cached, stamp):
-        extended = _extended(cached, session, stamp)
+        extended = _extended(cached, session, stamp, limit)
         after = _stamp(session)
         if extended is not None and after == stamp:
-            _cache.put(key, extended)
-            return extended
+            return _keep(session, key, extended, stored=fresh)
         if extended is not None and after is not None and after[0] == stamp[0]:
             return extended  # more appends meanwhile: right for now, but not for `stamp`
         # Otherwise entries were replaced meanwhile: one full query is a consistent view.
-    built = _built(session, fmt, stamp)
+    built = _built(session, fmt, stamp, limit)
     if _stamp(session) == stamp:
-        _cache.put(key, built)
+        _keep(session, key, built, stored=True)
     return built
+
+
+def _keep(
+    session: Session, key: tuple[Any, Format], text: ContextText, *, stored: bool
+) -> ContextText:
+    """Cache `text` in this process (and in the store: `stored`); return it."""
+    _cache.put(key, text)
+    if stored and len(text.data) <= cache_budget():  # the store keeps what the cache may
+        header = {
+            "revision": text.revision,
+            "version": text.version,
+            "last_position": text.last_position,
+            "tokens": text.tokens,
+            "split": text.split,
+            "limit": text.limit,
+            "open_tail": text.open_tail,
+            "last_role": text.last_role,
+        }
+        context_store.save(str(session.pk), text.fmt, header, text.data)
+    return text
+
+
+def _stored(session: Session, fmt: Format) -> ContextText | None:
+    """The text the store holds for `session` in `fmt`, or None."""
+    found = context_store.load(str(session.pk), fmt)
+    if found is None:
+        return None
+    header, data = found
+    try:
+        return ContextText(
+            revision=int(header["revision"]),
+            version=int(header["version"]),
+            last_position=int(header["last_position"]),
+            tokens=int(header["tokens"]),
+            data=data,
+            split=int(header["split"]),
+            limit=None if header["limit"] is None else int(header["limit"]),
+            fmt=fmt,
+            open_tail=bool(header["open_tail"]),
+            last_role=str(header["last_role"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def response_tail(fmt: Format, tokens: int, limit: int | None) -> bytes:
+    """The end of a response: `tokens`, `limit` and `usage` (they depend on the profile)."""
+    usage = json.dumps(round(tokens / limit, 6) if limit else None)
+    if fmt == "openai":  # json.dumps' default separators, as the rest has them
+        return f', "tokens": {tokens}, "limit": {json.dumps(limit)}, "usage": {usage}}}'.encode()
+    return f'],"tokens":{tokens},"limit":{json.dumps(limit)},"usage":{usage}}}'.encode()
 
 
 def payload_parts(
@@ -156,16 +245,20 @@ def _appended_only(cached: ContextText, stamp: Stamp) -> bool:
     return cached.open_tail and cached.revision == stamp[0] and cached.version < stamp[1]
 
 
-def _built(session: Session, fmt: Format, stamp: Stamp) -> ContextText:
+def _built(session: Session, fmt: Format, stamp: Stamp, limit: int | None) -> ContextText:
     if fmt == "openai":
         entries = load_entries(session)
         system, messages, tokens = payload_parts(entries, fmt)
         text = json.dumps({"system": system, "messages": messages}, cls=DjangoJSONEncoder)
+        body = text[:-1].encode()
         return ContextText(
             *stamp,
             last_position=entries[-1].position if entries else -1,
             tokens=tokens,
-            body=text[:-1].encode(),
+            data=body + response_tail(fmt, tokens, limit),
+            split=len(body),
+            limit=limit,
+            fmt=fmt,
             open_tail=False,
         )
     rows = _raw_rows(session)
@@ -174,27 +267,41 @@ def _built(session: Session, fmt: Format, stamp: Stamp) -> ContextText:
         head += 1
     system = system_text([{"role": "system", "content": json.loads(r[3])} for r in rows[:head]])
     listed, last_role = _listed(rows[head:], after="")
+    tokens = sum(row[2] for row in rows)
+    tail = response_tail(fmt, tokens, limit)
+    # One encode of the whole response (the tail is ASCII): no copy of megabytes after.
+    data = f'{{"system":{json.dumps(system)},"messages":[{listed}{tail.decode()}'.encode()
     return ContextText(
         *stamp,
         last_position=rows[-1][0] if rows else -1,
-        tokens=sum(row[2] for row in rows),
-        body=f'{{"system":{json.dumps(system)},"messages":[{listed}'.encode(),
+        tokens=tokens,
+        data=data,
+        split=len(data) - len(tail),
+        limit=limit,
+        fmt=fmt,
         open_tail=head < len(rows),
         last_role=last_role,
     )
 
 
-def _extended(cached: ContextText, session: Session, stamp: Stamp) -> ContextText | None:
+def _extended(
+    cached: ContextText, session: Session, stamp: Stamp, limit: int | None
+) -> ContextText | None:
     """The cached Anthropic text with the entries appended since (None: nothing new found,
     or the new entries do not simply continue the alternation)."""
     rows = _raw_rows(session, after=cached.last_position)
     if not rows or not _alternating(rows, after=cached.last_role):
         return None
+    tokens = cached.tokens + sum(row[2] for row in rows)
+    added = f",{_joined(rows)}".encode()
     return ContextText(
         *stamp,
         last_position=rows[-1][0],
-        tokens=cached.tokens + sum(row[2] for row in rows),
-        body=cached.body + f",{_joined(rows)}".encode(),
+        tokens=tokens,
+        data=b"".join((cached.body, added, response_tail(cached.fmt, tokens, limit))),
+        split=cached.split + len(added),
+        limit=limit,
+        fmt=cached.fmt,
         open_tail=True,
         last_role=rows[-1][1],
     )

@@ -99,7 +99,7 @@ def plan_request(owner: User, request: ProxyRequest) -> ProxyPlan | None:
     if (request.mode or profile.proxy_mode) != "compact":  # observe: record only
         return ProxyPlan(session_id=locked.pk, stored=stored, compact=False)
     compaction = None
-    if check(locked, profile)["should_compact"]:  # the pre-call check: compact first when over
+    if check(locked, profile).should_compact:  # the pre-call check: compact first when over
         compaction = prepare_context(locked, fmt=request.provider).compaction
     head, tail_start = _split_context(locked, state, request.provider)
     if tail_start > stored:  # a retry whose stored answer is in the rewritten part

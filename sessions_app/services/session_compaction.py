@@ -324,10 +324,12 @@ def _preview(snapshot: ContextSnapshot, result: CompactResult, policy: Policy) -
     """Dry-run data: partition counts, predicted tokens and the summary that would be used."""
     parts: dict[str, Any] = {}
     if result.partition is not None:
+        # The engine keeps untouched messages as they are: their cached counts hold, and
+        # only the messages a step replaced (pruned, offloaded) are counted.
+        known = {id(m): c for m, c in zip(snapshot.messages, snapshot.token_counts, strict=True)}
         for name in ("head", "middle", "tail"):
             messages: Sequence[Mapping[str, Any]] = getattr(result.partition, name)
-            tokens = message_token_counts(messages, policy.encoding) if messages else []
-            parts[name] = {"messages": len(messages), "tokens": sum(tokens)}
+            parts[name] = {"messages": len(messages), "tokens": _tokens(messages, known, policy)}
     middle = result.partition.middle if result.partition is not None else []
     return CompactionPreview(
         partition=parts or None,
@@ -346,6 +348,13 @@ def _preview(snapshot: ContextSnapshot, result: CompactResult, policy: Policy) -
         compacted=result.compacted,
         reason=result.reason,
     )
+
+
+def _tokens(messages: Sequence[Mapping[str, Any]], known: Mapping[int, int], policy: Policy) -> int:
+    """The tokens of `messages`: cached counts from `known` (by identity), the rest counted."""
+    missing = [m for m in messages if id(m) not in known]
+    counted = sum(message_token_counts(missing, policy.encoding)) if missing else 0
+    return counted + sum(known.get(id(m), 0) for m in messages)
 
 
 def _log_fields(session: Session, meta: CommitMeta, **fields: Any) -> dict[str, Any]:

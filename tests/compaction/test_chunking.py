@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,7 +17,7 @@ from compaction.chunking import (
 )
 from compaction.messages import is_summary_message, tool_result_ids, tool_use_ids
 from compaction.summarizers.prompt import serialize_transcript
-from compaction.tokens import count_text_tokens
+from compaction.tokens import count_prefixed, count_text_tokens, message_token_counts
 from tests.support.histories import assistant, exchange, histories, tool_results, user
 
 CI = settings(
@@ -138,3 +140,30 @@ def test_fits_costed_agrees_with_fits_and_gives_the_costs_it_used(messages, budg
     if costs is not None:  # what lets the exact count be skipped: costs bound the transcript
         assert transcript_tokens(messages) >= sum(costs) - 8 * len(costs)
         assert transcript_tokens(messages) <= sum(costs)
+
+
+_PIECES = ["a", "B", "1", "22", " ", "  ", "\n", "\r\n", "\t", "(", ")", ":", "/", "'s", "é", "中"]
+_TEXTS = st.lists(st.sampled_from([*_PIECES, "foo", "Bar", "\u0301", "-", "  x"]), max_size=30)
+
+
+@settings(deadline=None)  # the first call loads the vocabulary
+@given(prefix=st.lists(st.sampled_from(_PIECES), max_size=6).map("".join), text=_TEXTS.map("".join))
+def test_count_prefixed_is_the_count_of_the_joined_text(prefix: str, text: str) -> None:
+    known = count_text_tokens(text)
+    assert count_prefixed(prefix, text, known) == count_text_tokens(prefix + text)
+
+
+@settings(deadline=None)
+@given(texts=st.lists(_TEXTS.map("".join).filter(str.strip), min_size=1, max_size=6))
+def test_costs_from_cached_counts_are_the_encoded_costs(texts: list[str]) -> None:
+    messages: list[dict[str, Any]] = []
+    for index, text in enumerate(texts):
+        if index % 3 == 0:
+            messages.append({"role": "user", "content": text})
+        elif index % 3 == 1:
+            messages.append({"role": "assistant", "content": [{"type": "text", "text": text}]})
+        else:
+            result = {"type": "tool_result", "tool_use_id": f"t{index}", "content": text}
+            messages.append({"role": "user", "content": [{**result, "is_error": index % 2 == 0}]})
+    counts = message_token_counts(messages)
+    assert message_costs(messages, counts=counts) == message_costs(messages)

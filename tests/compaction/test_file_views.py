@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from compaction.file_views import (
     file_view_path,
@@ -99,8 +102,7 @@ def test_file_view_sources_pairs_calls_with_results() -> None:
 # Outlines for a summary: each distinct file folded once (issue 14) ------------------------
 
 import tiktoken  # noqa: E402
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import settings  # noqa: E402
 
 from compaction import compact_messages  # noqa: E402
 from compaction.file_views import file_view_outlines  # noqa: E402
@@ -235,3 +237,26 @@ def test_known_counts_spare_counting_a_lone_results_source(monkeypatch: pytest.M
     assert file_view_outlines(history, Policy(), counts) == expected
     sources = {module_source(i, 40) for i in range(3)}
     assert not sources & set(encoded)
+
+
+_REFERENCE_NUMBERED = re.compile(r"^ *(\d{1,9})(?:→|\t)(.*)$")
+
+
+def _reference_strip(text: str) -> tuple[str, int]:
+    """strip_line_numbers as first written: one match per line of str.splitlines."""
+    lines = text.splitlines()
+    numbered = [m for m in map(_REFERENCE_NUMBERED.match, lines) if m is not None]
+    non_blank = sum(1 for line in lines if line.strip())
+    if not numbered or len(numbered) * 2 < non_blank:
+        return text, 1
+    return "\n".join(m.group(2) for m in numbered) + "\n", max(int(numbered[0].group(1)), 1)
+
+
+@given(
+    st.lists(
+        st.sampled_from(["1", "42", " ", "\t", "→", "\n", "\r", "\r\n", "x", "\u2028", "  7→a"]),
+        max_size=16,
+    ).map("".join)
+)
+def test_strip_line_numbers_matches_a_per_line_reference(text: str) -> None:
+    assert strip_line_numbers(text) == _reference_strip(text)

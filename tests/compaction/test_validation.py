@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from compaction import InvalidMessagesError, validate_messages
@@ -248,3 +250,45 @@ def test_validation_never_changes_the_input():
     validate_messages(messages)
 
     assert messages == before
+
+
+def test_a_compaction_validates_its_input_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from compaction import Policy, compact_messages
+    from compaction import validation as validation_module
+    from compaction.summarizers.scripted import ScriptedSummarizer
+    from tests.support.histories import synthetic_history
+
+    history = synthetic_history(60, words_per_message=20)
+    checked: list[int] = []
+    original = validation_module.validate_messages
+
+    def counting(messages: Any, *, check_order: bool = True) -> list[Any]:
+        checked.extend(id(message) for message in messages)
+        return original(messages, check_order=check_order)
+
+    monkeypatch.setattr(validation_module, "validate_messages", counting)
+    result = compact_messages(
+        history,
+        Policy(steps=("selective", "summary")),
+        summarizer=ScriptedSummarizer(default="the summary"),
+        force=True,
+    )
+
+    assert result.compacted
+    input_checks = [identity for identity in checked if identity in {id(m) for m in history}]
+    assert len(input_checks) == len(history), "each input message is checked once"
+
+
+def test_inside_a_scope_a_new_invalid_message_is_still_refused() -> None:
+    from compaction.validation import validation_scope
+
+    valid = [{"role": "user", "content": "hi"}]
+    with validation_scope():
+        ensure_valid(valid)
+        ensure_valid(valid)  # remembered
+        with pytest.raises(InvalidMessagesError):
+            ensure_valid([*valid, {"role": "user", "content": ""}])
+        answer = tool_results(("t1", "output"))
+        ensure_valid([answer], check_order=False)  # the message alone is fine
+        with pytest.raises(InvalidMessagesError):  # its order (no call before it) is not
+            ensure_valid([answer])

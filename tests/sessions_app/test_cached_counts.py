@@ -46,3 +46,43 @@ def test_compaction_encodes_the_summary_but_no_stored_message(
     assert outcome.compacted
     assert [text for text in encoded if text in stored] == []
     assert any(SUMMARY in text for text in encoded)
+    assert _containing(encoded, stored) == [], "no transcript of a stored message either"
+
+
+def test_a_dry_run_preview_counts_no_stored_message(
+    make_session: Any, make_profile: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history = synthetic_history(120, words_per_message=30)
+    profile = make_profile(steps=["summary"], context_limit=4000)
+    session = make_session(messages=history, profile=profile)
+    stored = {piece for m in history for piece in _message_pieces(m, "m")[0] if len(piece) > 20}
+    encoded: list[str] = []
+    original = tiktoken.Encoding.encode_ordinary
+
+    def recording(self: tiktoken.Encoding, text: str) -> list[int]:
+        encoded.append(text)
+        return original(self, text)
+
+    monkeypatch.setattr(tiktoken.Encoding, "encode_ordinary", recording)
+    outcome = compact_session(
+        session, profile=profile, dry_run=True, summarizer=ScriptedSummarizer(default=SUMMARY)
+    )
+
+    assert outcome.preview is not None
+    assert outcome.preview.partition is not None
+    parts = outcome.preview.partition
+    assert [text for text in encoded if text in stored] == []
+    assert _containing(encoded, stored) == []
+    assert sum(part["tokens"] for part in parts.values()) == session.context_tokens
+    assert all(part["tokens"] > 0 for part in parts.values() if part["messages"])
+
+
+def _containing(encoded: list[str], stored: set[str]) -> list[str]:
+    """The encoded texts that hold a long stored piece (a transcript line, say); the lines
+    of a re-ask's identifier list (`- identifier`, new text) aside."""
+    long = [piece for piece in stored if len(piece) > 100]
+    return [
+        text
+        for text in encoded
+        if not text.startswith("- ") and any(piece in text for piece in long)
+    ]

@@ -42,7 +42,7 @@ def test_contents_read_back_as_written(make_session: Any) -> None:
     stored = list(Message.objects.filter(session=session).order_by("seq"))
     assert [m.content for m in stored] == CONTENTS
     assert [m["content"] for m in runtime_messages(session)] == CONTENTS
-    assert [m["content"] for m in context_payload(session)["messages"]] == CONTENTS
+    assert [m["content"] for m in context_payload(session).messages] == CONTENTS
 
 
 def test_an_entry_without_its_own_content_stores_null(make_session: Any) -> None:

@@ -134,7 +134,7 @@ class Command(BaseCommand):
         for batch in agent_rounds():
             append_messages(session, batch)
             appended += len(batch)
-            if check(session)["should_compact"]:
+            if check(session).should_compact:
                 compact_session(session, trigger=Compaction.Trigger.AUTO, summarizer=summarizer)
             if appended >= _SYNTHETIC_MESSAGES:
                 break

@@ -153,8 +153,8 @@ def test_system_and_tools_are_counted_in_check_context_and_gauge(
     assert tools_tokens > 100
     overhead = system_tokens + tools_tokens
     status = check(session)
-    assert status["tokens"] == session.context_tokens + overhead
-    assert context_payload(session)["tokens"] == session.context_tokens + overhead
+    assert status.tokens == session.context_tokens + overhead
+    assert context_payload(session).tokens == session.context_tokens + overhead
     assert json.loads(context_body(session))["tokens"] == session.context_tokens + overhead
     gauge = context_gauge(session, limits_for(session))
     by_key = {segment.key: segment.tokens for segment in gauge.segments}

@@ -54,14 +54,14 @@ def test_anthropic_payload_joins_leading_system_messages(make_session: Any) -> N
         context_limit=1000,
     )
     payload = context_payload(session)
-    assert payload["system"] == "one\n\ntwo"
-    assert payload["messages"] == [
+    assert payload.system == "one\n\ntwo"
+    assert payload.messages == [
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": [{"type": "text", "text": "hello"}]},
     ]
-    assert payload["tokens"] == session.context_tokens
-    assert payload["limit"] == 1000
-    assert payload["usage"] == pytest.approx(session.context_tokens / 1000, abs=1e-5)
+    assert payload.tokens == session.context_tokens
+    assert payload.limit == 1000
+    assert payload.usage == pytest.approx(session.context_tokens / 1000, abs=1e-5)
 
 
 def test_openai_payload_has_tool_calls_and_tool_messages(make_session: Any) -> None:
@@ -74,7 +74,7 @@ def test_openai_payload_has_tool_calls_and_tool_messages(make_session: Any) -> N
             assistant("done"),
         ]
     )
-    chat = context_payload(session, "openai")["messages"]
+    chat = context_payload(session, "openai").messages
     assert chat[0] == {"role": "system", "content": "sys"}
     assert chat[2]["tool_calls"][0] == {
         "id": "t1",
@@ -96,7 +96,7 @@ def test_context_json_is_the_payload_as_json(
     session = make_session(messages=history, context_limit=3000, profile=profile)
     compact_session(session, summarizer=ScriptedSummarizer(default="the summary \u2603"))
     offload_session(session)
-    assert json.loads(context_json(session, fmt)) == context_payload(session, fmt)  # type: ignore[arg-type]
+    assert json.loads(context_json(session, fmt)) == context_payload(session, fmt).to_dict()  # type: ignore[arg-type]
 
 
 def test_unknown_format_is_refused(make_session: Any) -> None:
@@ -108,12 +108,12 @@ def test_check_uses_the_cached_counts(make_session: Any, conversation: Any) -> N
     messages = conversation(4)
     session = make_session(messages=messages, context_limit=1000)
     result = check(session)
-    assert result["tokens"] == count_tokens(messages)
-    assert result["threshold"] == 920
-    assert result["limit"] == 1000
-    assert result["should_compact"] == (result["tokens"] >= 920)
+    assert result.tokens == count_tokens(messages)
+    assert result.threshold == 920
+    assert result.limit == 1000
+    assert result.should_compact == (result.tokens >= 920)
     # A sum of cached counts, not a re-encode: doctored counts show through.
     ContextEntry.objects.filter(session=session).update(token_count=1)
     Session.objects.filter(pk=session.pk).update(context_tokens=len(messages))
-    assert check(session)["tokens"] == len(messages)
-    assert check(session)["usage"] == pytest.approx(len(messages) / 1000)
+    assert check(session).tokens == len(messages)
+    assert check(session).usage == pytest.approx(len(messages) / 1000)

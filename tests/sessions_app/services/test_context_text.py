@@ -17,6 +17,7 @@ from django.test.utils import CaptureQueriesContext
 
 from compaction.summarizers.scripted import ScriptedSummarizer
 from sessions_app.models import Session
+from sessions_app.services import context_store
 from sessions_app.services import context_text as context_text_module
 from sessions_app.services.context import Format, context_body, context_payload
 from sessions_app.services.context_text import clear_cache
@@ -58,7 +59,7 @@ def test_a_repeated_read_comes_from_the_cache(session: Session, fmt: Format) -> 
     first = context_body(session, fmt)
     assert entry_queries(lambda: context_body(session, fmt)) == 0
     assert context_body(session, fmt) == first
-    assert json.loads(first) == context_payload(session, fmt)
+    assert json.loads(first) == context_payload(session, fmt).to_dict()
 
 
 @FORMATS
@@ -215,3 +216,57 @@ def test_the_api_returns_the_cached_bytes(api_client: Any, user: Any, conversati
     second = api_client.get(f"/api/sessions/{session.pk}/context?format=anthropic")
     assert first.status_code == second.status_code == 200
     assert first.content == second.content == uncached(session)
+
+
+@FORMATS
+def test_a_fresh_process_reads_the_stored_response(session: Session, fmt: Format) -> None:
+    first = context_body(session, fmt)
+    clear_cache(stored=False)  # what a new process finds: nothing in memory, the file kept
+    assert entry_queries(lambda: context_body(session, fmt)) == 0
+    assert context_body(session, fmt) == first
+
+
+def test_a_stored_response_is_extended_after_appends(session: Session) -> None:
+    context_body(session)
+    append_messages(session, [user("one more question")])
+    clear_cache(stored=False)
+    with CaptureQueriesContext(connection) as queries:
+        extended = context_body(session)
+    entry_sql = [q["sql"] for q in queries if "sessions_app_contextentry" in q["sql"]]
+    assert len(entry_sql) == 1
+    assert "position" in entry_sql[0].split("WHERE", 1)[1], "a read of the new positions only"
+    assert extended == uncached(session)
+
+
+@FORMATS
+def test_a_stored_response_of_an_older_revision_is_not_served(
+    session: Session, fmt: Format
+) -> None:
+    before = context_body(session, fmt)
+    compact_session(session, summarizer=ScriptedSummarizer(default="THE SUMMARY"))
+    clear_cache(stored=False)
+    after = context_body(session, fmt)
+    assert after != before
+    assert b"THE SUMMARY" in after
+    assert after == uncached(session, fmt)
+
+
+def test_a_damaged_stored_response_is_rebuilt(session: Session) -> None:
+    first = context_body(session)
+    clear_cache(stored=False)
+    for path in context_store.store_dir().glob(f"{session.pk}.*"):
+        path.write_bytes(path.read_bytes()[:-10])  # a partial write
+    assert context_body(session) == first
+
+
+def test_limit_changes_are_served_from_the_cached_response(
+    make_session: Any, make_profile: Any, conversation: Any
+) -> None:
+    profile = make_profile(context_limit=100_000)
+    session = make_session(messages=conversation(2), profile=profile)
+    context_body(session)
+    profile.context_limit = 50_000
+    profile.save()
+    assert entry_queries(lambda: context_body(session)) == 0
+    assert json.loads(context_body(session))["limit"] == 50_000
+    assert context_body(session) == uncached(session)
