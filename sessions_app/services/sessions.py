@@ -23,6 +23,7 @@ from compaction import (
 from ..models import Compaction, CompactionProfile, ContextEntry, Message, Session
 from ..storage import BLOB_PREFIX, delete_stored_quietly
 from ..unstorable import unstorable_problems
+from . import context_store
 from .entries import entry_message, split_message
 from .errors import InvalidInput, VersionConflict
 from .errors import Problem as FieldProblem
@@ -175,6 +176,7 @@ def delete_session(session: Session) -> None:
         delete_stored_quietly(name)
     for pk in family:
         _delete_tree_quietly(f"{BLOB_PREFIX}/{pk}/")
+        context_store.remove(str(pk))
 
 
 def validate_extension(

@@ -149,3 +149,15 @@ def test_delete_session_reads_the_archives_after_locking_the_session(
     assert begin < lock < archives, "the archive names are read inside the transaction"
     if connection.features.has_select_for_update:
         assert "FOR UPDATE" in sql[lock]
+
+
+def test_delete_session_removes_its_stored_context_responses(user: Any, conversation: Any) -> None:
+    from sessions_app.services import context_store
+    from sessions_app.services.context import context_body
+
+    session = create_session(user, messages=conversation(2))
+    context_body(session)
+    stored = list(context_store.store_dir().glob(f"{session.pk}.*"))
+    assert stored, "the response was not kept as a file"
+    delete_session(session)
+    assert not any(path.exists() for path in stored)
