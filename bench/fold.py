@@ -1,4 +1,4 @@
-"""Benchmark: fold every .py file of the installed Django package (seed 002 §2, §5).
+"""Benchmark: fold every .py file of the installed Django package (docs/behaviour.md#file-outlines).
 
 Folds them all in one `fold()` call with the default 10000-token budget and with no
 effective budget, cold (outline cache emptied first: every file parsed by tree-sitter) and

@@ -1,9 +1,9 @@
 """Benchmark: count_tokens on 200K- and 1M-token synthetic histories vs raw tiktoken.
 
-Seed 000 §4.1 target: 200K tokens counted in under 500 ms. Goal (issue 2): within 1.15x of
-raw tiktoken encoding the same texts. Both sides encode exactly the pieces count_tokens
-encodes (texts, tool names, compact JSON of tool inputs, tool result texts): "raw loop" is
-one `encode_ordinary` call per piece (what count_tokens does), "raw batch" tiktoken's
+Target (docs/behaviour.md#token-counting): 200K tokens counted in under 500 ms. Goal (issue 2):
+within 1.15x of raw tiktoken encoding the same texts. Both sides encode exactly the pieces
+count_tokens encodes (texts, tool names, compact JSON of tool inputs, tool result texts): "raw loop"
+is one `encode_ordinary` call per piece (what count_tokens does), "raw batch" tiktoken's
 threaded `encode_ordinary_batch` over them. Fastest of 15 interleaved runs each, after a
 warm-up. History: `bench.histories.synthetic_session`.
 

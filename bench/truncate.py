@@ -1,5 +1,6 @@
-"""Benchmark: smart_truncate on a synthetic 1M-token agent session (seed 002 §3, §5),
-against one raw tiktoken pass and against langchain-core's `trim_messages`.
+"""Benchmark: smart_truncate on a synthetic 1M-token agent session
+(docs/behaviour.md#smart-truncation), against one raw tiktoken pass and against langchain-core's
+`trim_messages`.
 
 The session repeats rounds of: a user request, an assistant Read of a real Django source
 file (numbered like Claude Code's Read output), a Bash call with a test log, and an

@@ -1,12 +1,12 @@
-"""The archive of compacted originals (seed 000 F-006).
+"""The archive of compacted originals (docs/behaviour.md#archives).
 
-Name: `<session_id>/compact-<timestamp>-<seq>.json`. The timestamp (DESIGN.md's "ISO8601
-seconds") is ISO 8601 *basic* format in UTC to the second, `20260217T101500Z`, on purpose:
-the extended form `2026-02-17T10:15:00Z` puts `:` in a file name, which Windows refuses
-and some object stores, archivers and shells mishandle; the basic form is just as standard
-and still sorts as text. `seq` counts the session's archives from 1, so two
-compactions in the same second get different names. The content is the messages as
-indented JSON. A failed write is the caller's to log; it never stops a compaction.
+Name: `<session_id>/compact-<timestamp>-<seq>.json`. The timestamp (docs/behaviour.md#archives) is
+ISO 8601 *basic* format in UTC to the second, `20260217T101500Z`, on purpose: the extended form
+`2026-02-17T10:15:00Z` puts `:` in a file name, which Windows refuses and some object stores,
+archivers and shells mishandle; the basic form is just as standard and still sorts as text. `seq`
+counts the session's archives from 1, so two compactions in the same second get different names. The
+content is the messages as indented JSON. A failed write is the caller's to log; it never stops a
+compaction.
 """
 
 from __future__ import annotations

@@ -48,7 +48,8 @@ def over_hard_limit(policy: Policy, state: ContextState) -> bool:
 def run_offload(
     state: ContextState, policy: Policy, options: CompactOptions, report: RunReport
 ) -> ContextState:
-    """Move large tool results to the offload target (seed 003); a failure keeps `state`."""
+    """Move large tool results to the offload target (docs/behaviour.md#offloading); a failure keeps
+    `state`."""
     if not options.offloads:
         report.step("offload", ran=False, why="no offload directory or store given")
         return state
@@ -81,8 +82,8 @@ def run_offload(
 def run_selective(
     state: ContextState, policy: Policy, report: RunReport
 ) -> tuple[ContextState, list[int] | None]:
-    """The pruned state (seed 004 §2) and, when it changed, the source index of each of its
-    messages. Raises StepFailure when the pruner fails."""
+    """The pruned state (docs/behaviour.md#selective-pruning) and, when it changed, the source index
+    of each of its messages. Raises StepFailure when the pruner fails."""
     report.emit("selective_start", tokens_before=state.tokens)
     try:
         pruned = prune_tool_blocks(state.messages, policy, merge_roles=False)

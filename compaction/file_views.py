@@ -79,7 +79,8 @@ def file_view_sources(
 ) -> list[SourceFile]:
     """Every file view of a history as a SourceFile (path, stripped source, first line).
 
-    Useful to fold the files an agent looked at, for example into a summary (seed 002 §2.5).
+    Useful to fold the files an agent looked at, for example into a summary
+    (docs/behaviour.md#file-outlines).
     """
     tools = (policy or Policy()).file_view_tools
     # A result answers a call of the message right before it: ids may repeat across turns.
@@ -105,7 +106,8 @@ def file_view_outlines(
     policy: Policy | None = None,
     token_counts: Sequence[int] | None = None,
 ) -> str:
-    """The folded outlines of the files viewed in `messages`, for a summary (seed 002 §2.5).
+    """The folded outlines of the files viewed in `messages`, for a summary
+    (docs/behaviour.md#file-outlines).
 
     A file (or slice of one) viewed more than once is folded once, as last seen; an outline
     no smaller than its source is left out; together they are held to `fold_max_tokens`

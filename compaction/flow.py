@@ -1,12 +1,13 @@
-"""`compact_messages`: the one-call compaction and the order of its chain (DESIGN.md, "The
-compaction flow"; docs/architecture.md, "Engine").
+"""`compact_messages`: the one-call compaction and the order of its chain
+(docs/behaviour.md#compaction-flow; docs/architecture.md, "Engine").
 
 The policy's chain runs in order: offload (when a target is given), selective pruning and
-the summary (one transaction: they commit together or roll back together, seed 004 §4),
-then the fallbacks smart truncation and hard truncation, which run only when they are
-needed (seed 001 REQ-3.4, 002 §4.2). The input is never mutated; untouched messages keep
-their identity. A summarizer failure never raises: the result says `compacted=False` and
-names the reason.
+the summary (one transaction: they commit together or roll back together,
+docs/behaviour.md#transactions-and-rollback), then the fallbacks smart truncation and hard
+truncation, which run only when they are needed
+(docs/behaviour.md#hard-truncation, #compaction-flow). The input is never mutated; untouched
+messages keep their identity. A summarizer failure never raises: the result says `compacted=False`
+and names the reason.
 
 This module holds the order and the commit; the steps live in `chain_steps` and
 `summary_step`, the events, step reports and log records in `report`. The summary step
@@ -267,7 +268,7 @@ class _Flow:
         return original
 
     def _archive(self, original: ContextState, state: ContextState) -> None:
-        """Write the originals the output no longer holds unchanged (seed 000 F-006)."""
+        """Write the originals the output no longer holds unchanged (docs/behaviour.md#archives)."""
         if self.archive is None:
             return
         kept = {id(message) for message in state.messages}

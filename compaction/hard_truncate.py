@@ -1,4 +1,5 @@
-"""`hard_truncate`: the last resort that always fits the hard limit (seed 001 REQ-3.4).
+"""`hard_truncate`: the last resort that always fits the hard limit
+(docs/behaviour.md#hard-truncation).
 
 It keeps the leading system prompt(s) and the newest messages (`keep_recent_messages`,
 fewer when they do not fit), never separating a tool_use from its tool_result. When even

@@ -142,5 +142,6 @@ def starts_round(message: Mapping[str, Any]) -> bool:
 
 
 def round_starts(messages: Sequence[Mapping[str, Any]]) -> list[int]:
-    """Indexes of the messages that start a user round (seed 004 §3), oldest first."""
+    """Indexes of the messages that start a user round (docs/behaviour.md#round-protection), oldest
+    first."""
     return [index for index, message in enumerate(messages) if starts_round(message)]

@@ -1,4 +1,4 @@
-"""Offloading large tool_result contents to files (seed 003, F-001 to F-005).
+"""Offloading large tool_result contents to files (docs/behaviour.md#offloading).
 
 Every tool_result whose content has at least `min_chars` characters is written to
 `tool-result-{tool_use_id}.md` and replaced by `[Content offloaded to: ./tool-result-....md]`.
@@ -51,7 +51,8 @@ _MAX_NUMBER: Final = 2**32
 
 
 def tool_result_chars(content: Any) -> int:
-    """The character count of a tool_result content (F-002); other types count 0."""
+    """The character count of a tool_result content (docs/behaviour.md#offloading); other types
+    count 0."""
     if isinstance(content, str):
         return len(content)
     if isinstance(content, list):
@@ -60,7 +61,7 @@ def tool_result_chars(content: Any) -> int:
 
 
 def offload_reference(file_name: str) -> str:
-    """The string that replaces an offloaded content (F-003)."""
+    """The string that replaces an offloaded content (docs/behaviour.md#offloading)."""
     return f"[Content offloaded to: ./{file_name}]"
 
 
@@ -79,7 +80,8 @@ def offload_tool_results(
     its parents). A failed write raises BlobStoreError.
 
     Raises InvalidMessagesError when a message or block is malformed (a tool_result needs
-    its tool_use_id). The order is not checked: seed 003 offloads repeated ids too.
+    its tool_use_id). The order is not checked: repeated ids are offloaded too
+    (docs/behaviour.md#offloading).
     """
     ensure_valid(messages, check_order=False)
     if min_chars < 0:
@@ -111,7 +113,8 @@ def _local_store(output_dir: str | os.PathLike[str] | None) -> LocalBlobStore:
         raise BlobStoreError("offload needs an output_dir or a store")
     store = LocalBlobStore(output_dir)
     try:
-        store.root.mkdir(parents=True, exist_ok=True)  # F-005: mkdir -p, fine if it exists
+        # mkdir -p, fine if it exists (docs/behaviour.md#offloading)
+        store.root.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise BlobStoreError(f"could not create {store.root}: {error}") from error
     return store

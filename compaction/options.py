@@ -22,7 +22,7 @@ from .summarizers.base import Summarizer
 
 __all__ = ["CompactOptions", "EventHandler"]
 
-#: Called with each meta event while compacting (seed 004 §5).
+#: Called with each meta event while compacting (docs/behaviour.md#events).
 EventHandler = Callable[[CompactionEvent], None]
 
 

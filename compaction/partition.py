@@ -1,13 +1,14 @@
-"""The trigger check and the head / middle / tail partition (seed 000 F-002, F-003).
+"""The trigger check and the head / middle / tail partition
+(docs/behaviour.md#trigger-and-partition).
 
 Head: the leading system messages (a later system message is middle or tail content).
 Tail: the newest messages, scanned from the end until their tokens reach the tail budget
 (the message that crosses it is kept whole), at least
 `keep_recent_messages` of them, and, when selective pruning is in the chain, the newest
-`dialogue_rounds_keep_min` user rounds (seed 004 §3). A `tail_retention_ratio` of 0 means
-no token budget: the tail is exactly `keep_recent_messages` (seed 001 REQ-3.3). The tail
-never starts on a tool_result, so a tool_use is never separated from its result (this may
-move the start earlier). Middle: what lies between.
+`dialogue_rounds_keep_min` user rounds (docs/behaviour.md#round-protection). A
+`tail_retention_ratio` of 0 means no token budget: the tail is exactly `keep_recent_messages`
+(docs/behaviour.md#trigger-and-partition). The tail never starts on a tool_result, so a tool_use is
+never separated from its result (this may move the start earlier). Middle: what lies between.
 
 A forced compaction (the user or the agent asked for one) whose token-budget tail would
 cover everything falls back to the count tail of `keep_recent_messages`, so "compact now"
@@ -37,7 +38,7 @@ def should_compact(messages: Sequence[Message], policy: Policy | None = None) ->
     """True when the tokens, scaled by the safety factor, reach the trigger threshold.
 
     An empty list is never compacted, nor is anything when the policy is disabled; a count
-    exactly at the threshold triggers (seed 000 F-002, `>=`).
+    exactly at the threshold triggers (docs/behaviour.md#trigger-and-partition, `>=`).
     """
     policy = policy or Policy()
     ensure_valid(messages)
@@ -129,7 +130,8 @@ def _protect_rounds(
     start: int,
     policy: Policy,
 ) -> int:
-    """Move the (safe) tail start back to cover the newest user rounds (seed 004 §3).
+    """Move the (safe) tail start back to cover the newest user rounds
+    (docs/behaviour.md#round-protection).
 
     Newest round first, a round is pulled in while head + summary + tail stay under the
     trigger threshold and some message is left in the middle (see the module doc).

@@ -49,18 +49,19 @@ class Policy:
     """Thresholds and switches for every strategy; defaults are the seeds' (preset balanced)."""
 
     name: str = "balanced"
-    # Tokens and trigger (seed 000 F-001/F-002, 001 REQ-3.1, 002 §1 and §7.1).
+    # Tokens and trigger
+    # (docs/behaviour.md#token-counting, #trigger-and-partition, #pre-call-check).
     encoding: str = "o200k_base"
     context_limit: int = 200_000
     trigger_ratio: float = 0.92
     hard_limit: int | None = None  # None: the context limit itself
     safety_factor: float = 1.0
     enabled: bool = True
-    # Partition (seed 000 F-003, 001 REQ-3.3). A tail_retention_ratio of 0 means no token
-    # budget: the tail is exactly keep_recent_messages (moved earlier only for tool pairs).
+    # Partition (docs/behaviour.md#trigger-and-partition). A tail_retention_ratio of 0 means no
+    # token budget: the tail is exactly keep_recent_messages (moved earlier only for tool pairs).
     tail_retention_ratio: float = 0.2
     keep_recent_messages: int = 10
-    # Summary (seed 000 F-004/F-007, 001 REQ-3.2).
+    # Summary (docs/behaviour.md#summary, #retries).
     summary_max_tokens: int = 1000
     summary_model: str | None = None
     max_retries: int = 2  # at most 10
@@ -74,24 +75,24 @@ class Policy:
     summary_input_limit: int = 100_000
     # Chain of steps compact_messages runs (see STEPS).
     steps: tuple[Step, ...] = ("selective", "summary", "smart_truncate", "hard_truncate")
-    # Selective pruning and cooldown (seed 004).
+    # Selective pruning and cooldown (docs/behaviour.md#selective-pruning, #cooldown).
     tool_blocks_keep_recent: int = 5
     tool_call_threshold: int = 500
     tool_result_threshold: int = 600
     preview_tokens: int = 200
     dialogue_rounds_keep_min: int = 12
     cooldown_seconds: float = 8.0
-    # File folding (seed 002 §2, §4.3).
+    # File folding (docs/behaviour.md#file-outlines, #defaults).
     fold_max_tokens: int = 10_000
     fold_merge_functions: bool = True
     fold_max_line_span: int = 100
     fold_seed: int = 0
-    # Smart truncation (seed 002 §3, §4.3).
+    # Smart truncation (docs/behaviour.md#smart-truncation, #defaults).
     smart_truncate_max_tokens: int = 50_000
     middle_start: float = 1 / 6
     middle_end: float = 5 / 6
     file_view_tools: tuple[str, ...] = field(default=DEFAULT_FILE_VIEW_TOOLS)
-    # Offload (seed 003).
+    # Offload (docs/behaviour.md#offloading).
     offload_min_chars: int = 100
     # Retention check.
     min_recall: float = 0.8
@@ -152,7 +153,8 @@ class Policy:
         return int(self.context_limit * self.tail_retention_ratio)
 
     def scaled(self, tokens: int) -> int:
-        """A token count as used for decisions, scaled by the safety factor (seed 002 §7.1)."""
+        """A token count as used for decisions, scaled by the safety factor
+        (docs/behaviour.md#token-counting)."""
         return int(tokens * self.safety_factor)
 
     def replace(self, **changes: Any) -> Policy:
@@ -217,7 +219,8 @@ _INT_BOUNDS: Final[dict[str, tuple[int, int]]] = {
 #: Number fields: (lowest, highest, whether the lowest itself is excluded).
 _FLOAT_BOUNDS: Final[dict[str, tuple[float, float, bool]]] = {
     "trigger_ratio": (0.0, 1.0, True),
-    # 0: no token budget, the tail is exactly keep_recent_messages (seed 001 REQ-3.3).
+    # 0: no token budget, the tail is exactly keep_recent_messages
+    # (docs/behaviour.md#trigger-and-partition).
     "tail_retention_ratio": (0.0, 1.0, False),
     "min_recall": (0.0, 1.0, False),
     "middle_start": (0.0, 1.0, False),
@@ -247,7 +250,7 @@ def _check_float(name: str, value: Any, low: float, high: float, *, open_low: bo
         raise PolicyError(name, f"must be in {interval}, got {value}")
 
 
-#: The presets of DESIGN.md, as overrides of Policy's defaults.
+#: The presets (docs/behaviour.md#presets), as overrides of Policy's defaults.
 PRESETS: Final[dict[str, dict[str, Any]]] = {
     "balanced": {},
     "context-compact": {
@@ -257,7 +260,8 @@ PRESETS: Final[dict[str, dict[str, Any]]] = {
     },
     "auto-compression": {
         "trigger_ratio": 0.80,
-        # REQ-3.3: system prompt + summary + the newest 10 messages, by count alone.
+        # System prompt + summary + the newest 10 messages, by count alone
+        # (docs/behaviour.md#trigger-and-partition).
         "tail_retention_ratio": 0.0,
         "keep_recent_messages": 10,
         "summary_max_tokens": 1000,

@@ -8,7 +8,7 @@ __all__ = ["token_preview", "truncation_marker"]
 
 
 def truncation_marker(original_tokens: int) -> str:
-    """The marker seed 004 §2.3 appends to a cut field."""
+    """The marker appended to a cut field (docs/behaviour.md#selective-pruning)."""
     return f"[TRUNCATED original~{original_tokens} tokens]"
 
 

@@ -1,4 +1,4 @@
-"""Selective pruning of old tool blocks (seed 004 §2 and §3).
+"""Selective pruning of old tool blocks (docs/behaviour.md#selective-pruning, #round-protection).
 
 A tool block is an assistant message's tool_use blocks plus the tool_results answering them
 in the next message. The newest `tool_blocks_keep_recent` blocks are kept; older blocks are
@@ -15,8 +15,8 @@ Decisions where the seed is silent:
   string (text of its text blocks, then the marker); `is_error` and other keys are kept.
   N counts the compact JSON of the input, or the result content as `count_tokens` does.
   A cut that would not lower the count is not made.
-- Round protection (§3): `protected_start` gives the index where the newest
-  `dialogue_rounds_keep_min` rounds begin (a round starts at a real user message, never at
+- Round protection (docs/behaviour.md#round-protection): `protected_start` gives the index where the
+  newest `dialogue_rounds_keep_min` rounds begin (a round starts at a real user message, never at
   an `is_meta` one). Only messages before it take part in user/assistant compression (the
   summary step); prune itself never drops user or assistant text, which honours the
   protection everywhere.
@@ -41,7 +41,8 @@ __all__ = ["protected_start", "prune_tool_blocks"]
 
 
 def protected_start(messages: Sequence[Mapping[str, Any]], rounds: int) -> int:
-    """Index of the first message of the newest `rounds` user rounds (seed 004 §3).
+    """Index of the first message of the newest `rounds` user rounds
+    (docs/behaviour.md#round-protection).
 
     `len(messages)` when `rounds` is 0 (nothing protected); 0 when the history has no more
     than `rounds` rounds (everything protected).

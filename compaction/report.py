@@ -1,7 +1,7 @@
 """`RunReport`: what one compaction run tells the caller and the logs.
 
-It collects the meta events (seed 004 §5, each also sent to the caller's `on_event`), one
-`StepReport` per step of the chain, the reason the result names (the first failure, or the
+It collects the meta events (docs/behaviour.md#events, each also sent to the caller's `on_event`),
+one `StepReport` per step of the chain, the reason the result names (the first failure, or the
 rollback's) and writes the run's structured log records (`session_id`, `trigger`, ...).
 """
 

@@ -71,7 +71,7 @@ class Partition:
 
 @dataclass(frozen=True)
 class CompactStats:
-    """Seed 000 F-008: all zero / None when nothing was compacted."""
+    """All zero / None when nothing was compacted (docs/behaviour.md#stats)."""
 
     original_token_count: int = 0
     compacted_token_count: int = 0
@@ -87,7 +87,7 @@ class CompactStats:
 
 @dataclass(frozen=True)
 class CompactionEvent:
-    """A meta event of seed 004 §5, reported through `on_event` while compacting."""
+    """A meta event (docs/behaviour.md#events), reported through `on_event` while compacting."""
 
     phase: EventPhase
     tokens_before: int | None = None
@@ -152,7 +152,8 @@ class TruncateResult:
 
 @dataclass(frozen=True)
 class OffloadResult:
-    """Seed 003 F-004: the new messages, count, freed characters and absolute file paths."""
+    """The new messages, count, freed characters and absolute file paths
+    (docs/behaviour.md#offloading)."""
 
     messages: list[Message]
     offloaded_count: int = 0
@@ -164,7 +165,7 @@ class OffloadResult:
 
 @dataclass(frozen=True)
 class PruneResult:
-    """The outcome of `prune_tool_blocks` (seed 004 §2)."""
+    """The outcome of `prune_tool_blocks` (docs/behaviour.md#selective-pruning)."""
 
     messages: list[Message]
     tool_blocks_kept: int = 0

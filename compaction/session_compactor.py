@@ -1,6 +1,6 @@
 """`Compactor`: the stateful engine object for an agent loop. It holds a policy, a
-summarizer and seed 004's cooldown for one session that is compacted again and again (the
-loop calls it before each model request); each call is one `compact_messages` run.
+summarizer and the cooldown (docs/behaviour.md#cooldown) for one session that is compacted again and
+again (the loop calls it before each model request); each call is one `compact_messages` run.
 
 After a compaction whose summary failed (all its attempts), further attempts are skipped
 for `policy.cooldown_seconds` (8 s by default): a skipped call returns `compacted=False`

@@ -1,4 +1,4 @@
-"""Smart truncation, the LLM-free fallback (seed 002 §3 and §7.2).
+"""Smart truncation, the LLM-free fallback (docs/behaviour.md#smart-truncation).
 
 1. The middle is the span of messages that start between `middle_start` and `middle_end`
    (1/6 and 5/6) of the cumulative tiktoken count, as message indexes.

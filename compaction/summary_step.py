@@ -1,13 +1,13 @@
 """The summary step of a run: summarize the middle, assemble `[*head, summary, *tail]`
-(docs/architecture.md, "Engine"; DESIGN flow steps 5-6).
+(docs/architecture.md, "Engine"; docs/behaviour.md#summary).
 
-`SummaryStep.run` splits the context, asks the summarizer (with retries and backoff, seed
-000 F-007, or the wait the server asked for; in parts when the middle is larger than one
-request may carry, `summary_parts`), appends the folded outlines of the files viewed in
-the middle (seed 002 §2.5, within `fold_max_tokens`), checks that the middle's identifiers
-survived (asking once more when recall is too low) and returns a frozen `SummaryOutcome`.
-Nothing is committed here: the flow keeps the outcome when the run commits and rolling back
-is dropping it. A failure raises `StepFailure` with the summary's failure reason.
+`SummaryStep.run` splits the context, asks the summarizer (with retries and backoff,
+docs/behaviour.md#retries, or the wait the server asked for; in parts when the middle is larger than
+one request may carry, `summary_parts`), appends the folded outlines of the files viewed in the
+middle (docs/behaviour.md#file-outlines, within `fold_max_tokens`), checks that the middle's
+identifiers survived (asking once more when recall is too low) and returns a frozen
+`SummaryOutcome`. Nothing is committed here: the flow keeps the outcome when the run commits and
+rolling back is dropping it. A failure raises `StepFailure` with the summary's failure reason.
 
 The split is decided on the snapshot, the context as it was before pruning, so pruning
 (which may shrink it far under the tail budget) never leaves the summary nothing to do. The
@@ -167,7 +167,7 @@ class SummaryStep:
         return Partition(head, middle, tail)
 
     def summarize_with_retries(self, request: SummaryRequest) -> str:
-        """The summary text; retries with exponential backoff (seed 000 F-007), or after
+        """The summary text; retries with exponential backoff (docs/behaviour.md#retries), or after
         the wait the server asked for, up to MAX_RETRY_WAIT_SECONDS."""
         attempts = self.policy.max_retries + 1
         if self.budget is not None:
@@ -230,7 +230,8 @@ class SummaryStep:
     def assemble(
         self, state: ContextState, parts: Partition, text: str, outlines: str
     ) -> SummaryOutcome:
-        """`[*head, summary, *tail]` (seed 000 F-005); the summary ends with the outlines."""
+        """`[*head, summary, *tail]` (docs/behaviour.md#summary); the summary ends with the
+        outlines."""
         message = make_summary_message(
             f"{text}\n\n{outlines}" if outlines else text,
             summarizer=self.name,
@@ -279,7 +280,8 @@ class SummaryStep:
         return replace(second, recall=second_recall) if second_recall > recall else first
 
     def file_outlines(self, middle: Sequence[Message], counts: Sequence[int]) -> str:
-        """The folded outlines of the files viewed in `middle` (seed 002 §2.5), or "".
+        """The folded outlines of the files viewed in `middle` (docs/behaviour.md#file-outlines), or
+        "".
 
         `counts` are the middle's per-message token counts. See
         `file_views.file_view_outlines`. Folding is an extra: if it fails, the summary goes
@@ -295,7 +297,8 @@ class SummaryStep:
 
 
 def _level(middle: Sequence[Message]) -> int:
-    """1 + the deepest earlier summary inside the span (multi-level compaction, UC-002)."""
+    """1 + the deepest earlier summary inside the span (multi-level compaction,
+    docs/behaviour.md#summaries-of-summaries)."""
     levels = [_metadata(m).get("level", 1) for m in middle if is_summary_message(m)]
     return 1 + max((int(level) for level in levels), default=0)
 

@@ -1,4 +1,5 @@
-"""Token counting with tiktoken, the engine's single source of counts (seed 002 §1.1).
+"""Token counting with tiktoken, the engine's single source of counts
+(docs/behaviour.md#token-counting).
 
 The vocabularies come from the `bpe-openai` wheel (gzipped official files), are unpacked
 once into a cache folder and loaded through `tiktoken.load.load_tiktoken_bpe` with
@@ -230,7 +231,7 @@ def message_tokens(message: Mapping[str, Any], encoding: str | None = None) -> i
     """Tokens of one message's content: the count the web app caches per message.
 
     Raises InvalidMessagesError when `message` is not a mapping. Counting is otherwise
-    lenient: unknown block types are skipped with a warning (seed 002 §1.1).
+    lenient: unknown block types are skipped with a warning (docs/behaviour.md#token-counting).
     """
     return _message_count(message, get_encoding(encoding).encode_ordinary, "message")
 
@@ -251,7 +252,7 @@ def message_token_counts(
 
 
 def count_tokens(messages: Sequence[Mapping[str, Any]], *, encoding: str | None = None) -> int:
-    """Total tokens of all messages' blocks (seed 000 F-001); an empty list is 0.
+    """Total tokens of all messages' blocks (docs/behaviour.md#token-counting); an empty list is 0.
 
     Raises InvalidMessagesError when `messages` is not a list of mappings.
     """

@@ -22,8 +22,9 @@ _SUBSTANTIVE: Final = frozenset({"text", "tool_use", "tool_result", "image", "do
 
 @dataclass(frozen=True)
 class ToolBlock:
-    """One tool block (seed 004 §2.1): the assistant message at `call_index` with tool calls
-    `ids`, answered by tool results in the message at `result_index` (its next message)."""
+    """One tool block (docs/behaviour.md#selective-pruning): the assistant message at `call_index`
+    with tool calls `ids`, answered by tool results in the message at `result_index` (its next
+    message)."""
 
     call_index: int
     result_index: int

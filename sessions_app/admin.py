@@ -101,7 +101,7 @@ class CompactionProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             },
         ),
         (
-            "Trigger (seed 000 F-002, 001 REQ-3.1)",
+            "Trigger",
             {
                 "fields": (
                     "encoding",
@@ -114,7 +114,7 @@ class CompactionProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             },
         ),
         (
-            "Partition and summary (seed 000, 001)",
+            "Partition and summary",
             {
                 "fields": (
                     "tail_retention_ratio",
@@ -130,7 +130,7 @@ class CompactionProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             },
         ),
         (
-            "Selective pruning and cooldown (seed 004)",
+            "Selective pruning and cooldown",
             {
                 "fields": (
                     "tool_blocks_keep_recent",
@@ -143,7 +143,7 @@ class CompactionProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             },
         ),
         (
-            "Folding and smart truncation (seed 002), offload (seed 003)",
+            "Folding and smart truncation, offload",
             {
                 "fields": (
                     "fold_max_tokens",

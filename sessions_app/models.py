@@ -1,8 +1,8 @@
 """Stored agent sessions: full history, runtime context, compaction points, profiles, API keys.
 
-`Message` is the append-only full history; `ContextEntry` is what the model sees now (seed
-001 REQ-3.3); a `Compaction` replaces a run of entries with one summary entry and archives
-the entries it replaced.
+`Message` is the append-only full history; `ContextEntry` is what the model sees now
+(docs/behaviour.md#runtime-context-and-history); a `Compaction` replaces a run of entries with one
+summary entry and archives the entries it replaced.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ _ratio = [MinValueValidator(0.0), MaxValueValidator(1.0)]
 
 
 class CompactionProfile(models.Model):
-    """A named policy, editable in the admin; read fresh on every compaction (REQ-3.5)."""
+    """A named policy, editable in the admin; read fresh on every compaction
+    (docs/behaviour.md#profiles)."""
 
     class SummarizerKind(models.TextChoices):
         AUTO = "auto", "Anthropic when a key is configured, else extractive"

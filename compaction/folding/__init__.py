@@ -1,4 +1,4 @@
-"""File folding (seed 002 §2): outlines of class, interface and function names.
+"""File folding (docs/behaviour.md#file-outlines): outlines of class, interface and function names.
 
 Each file becomes one `<system-reminder>` block::
 
@@ -19,7 +19,8 @@ outline of definition lines (Markdown: its headings) or, failing that, their fir
 
 The whole output is held to `policy.fold_max_tokens` (see `budget`): counted once; when over,
 a seeded random batch of outline lines is dropped in one go and the result counted once more.
-`fold_views` folds the files a summary shows (seed 002 §2.5), each on its own first.
+`fold_views` folds the files a summary shows (docs/behaviour.md#file-outlines), each on its own
+first.
 """
 
 from __future__ import annotations

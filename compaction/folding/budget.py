@@ -1,4 +1,5 @@
-"""The fold budget (seed 002 §2.2, §2.3): which outline lines to drop, decided in one pass.
+"""The fold budget (docs/behaviour.md#file-outlines): which outline lines to drop, decided in one
+pass.
 
 Drop ratio = tokens / budget - 1 (never below 0). Over budget, the batch size is the
 tokens to remove divided by the average tokens of a droppable line, and that many lines are

@@ -4,8 +4,8 @@
 lines with a regex) and returns the entries in source order. Outlines are cached by content
 (a hash of the source, per language), so a file folded again, in the same compaction or a
 later one, is not parsed again. `outline_lines` renders them in
-minimal mode (seed 002 §2.1, §2.4): a class or interface is one line with its line range,
-its body never shown; runs of function names are merged onto one line with the run's line
+minimal mode (docs/behaviour.md#file-outlines): a class or interface is one line with its line
+range, its body never shown; runs of function names are merged onto one line with the run's line
 range, and a run is broken by a class or interface and when it would span more than
 `max_line_span` lines.
 """

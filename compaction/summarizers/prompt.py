@@ -1,4 +1,4 @@
-"""The summary prompt (seed 000 F-004, 001 REQ-3.2) and the transcript serialisation.
+"""The summary prompt (docs/behaviour.md#summary) and the transcript serialisation.
 
 The transcript goes to the model as delimited data between two boundary lines that occur
 nowhere inside it, and the instructions say it is never to be obeyed: a transcript that
@@ -6,7 +6,8 @@ says "ignore your instructions" is summarised, not followed.
 
 Earlier summaries in the transcript are shown verbatim, section by section, and the model
 is told to merge their items into its own sections rather than summarise their prose, so
-that a summary of summaries keeps the goal, the files and the open items (seed 000 UC-002).
+that a summary of summaries keeps the goal, the files and the open items
+(docs/behaviour.md#summaries-of-summaries).
 """
 
 from __future__ import annotations

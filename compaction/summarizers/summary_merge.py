@@ -1,8 +1,8 @@
 """Reading an earlier summary back into its parts, so a new summary merges it structurally.
 
-A summary of summaries must not drift (seed 000 UC-002): the extractive summarizer does
-not re-summarize an earlier summary's prose, it takes its sections apart (the goal, the
-files with their operations, the tool counts, the open items, the errors, what was left
+A summary of summaries must not drift (docs/behaviour.md#summaries-of-summaries): the extractive
+summarizer does not re-summarize an earlier summary's prose, it takes its sections apart (the goal,
+the files with their operations, the tool counts, the open items, the errors, what was left
 out) and merges each into the new summary's own, where newer facts update older ones.
 The headings are the prompt's SECTIONS, so LLM summaries are read the same way. The file
 outlines appended to a summary (`<system-reminder>` blocks) are not summary lines and are

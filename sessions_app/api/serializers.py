@@ -80,7 +80,7 @@ def compaction_dict(
     parent_number: int | None = None,
     children: list[int] | None = None,
 ) -> dict[str, Any]:
-    """A compaction point with the seed 000 F-008 stat names."""
+    """A compaction point with the stat names (docs/behaviour.md#stats)."""
     return {
         "number": compaction.number,
         "parent": parent_number,

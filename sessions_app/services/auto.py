@@ -1,10 +1,11 @@
 """Automatic compaction: the pre-call `prepare_context` and the post-call usage check.
 
-Seed 001 REQ-3.1: before an LLM call the context is compacted when it reaches the profile's
+Before an LLM call the context is compacted when it reaches the profile's
 threshold; a failure is logged and the context returned anyway; over the hard limit the
-context is truncated (REQ-3.4). Seed 004 §1: after the call the model's real usage decides,
-and a background compaction is queued. After a failed automatic compaction the session
-cools down for the profile's `cooldown_seconds` (seed 004 §7; services/cooldown.py).
+context is truncated (docs/behaviour.md#hard-truncation, #pre-call-check). After the call the
+model's real usage decides, and a background compaction is queued
+(docs/behaviour.md#post-call-check). After a failed automatic compaction the session cools down for
+the profile's `cooldown_seconds` (docs/behaviour.md#cooldown; services/cooldown.py).
 """
 
 from __future__ import annotations
@@ -132,8 +133,9 @@ def post_call_check(
         return None
     if in_cooldown(session):
         return None
-    # The model's own count decides (seed 004 §1): it sees tool definitions and overheads
-    # the stored messages do not, so the job compacts even if the stored count is lower.
+    # The model's own count decides (docs/behaviour.md#post-call-check): it sees tool definitions
+    # and overheads the stored messages do not, so the job compacts even if the stored count is
+    # lower.
     job, queued = queue_compaction(
         session, params={"trigger": Compaction.Trigger.AUTO, "force": True}
     )
@@ -184,7 +186,8 @@ def _compact_logged(session: Session, profile: CompactionProfile) -> CompactionO
 def _enforce_hard_limit(
     session: Session, profile: CompactionProfile, policy: Policy
 ) -> Compaction | None:
-    """Hard truncation when the context is still over the hard limit (REQ-3.4)."""
+    """Hard truncation when the context is still over the hard limit
+    (docs/behaviour.md#hard-truncation)."""
     refresh_totals(session)
     if policy.scaled(session.context_tokens) <= policy.effective_hard_limit:
         return None

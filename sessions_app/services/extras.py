@@ -1,7 +1,7 @@
 """The extra message keys the app reads: `created_at`/`timestamp` and `usage`.
 
-The engine passes extra keys through untouched (DESIGN.md), but the app reads these two, so
-they are checked with the messages, before anything is written (a bad `usage` used to fail
+The engine passes extra keys through untouched (docs/behaviour.md#messages), but the app reads these
+two, so they are checked with the messages, before anything is written (a bad `usage` used to fail
 after the append had been stored, and a retrying client duplicated it):
 
 - `created_at` (or `timestamp`): an ISO 8601 date-time (or date) string, or seconds since

@@ -1,4 +1,5 @@
-"""Offloading a session's large tool results to files (seed 003) through Django's storage.
+"""Offloading a session's large tool results to files (docs/behaviour.md#offloading) through
+Django's storage.
 
 Only the runtime context changes (ContextEntry.content holds the reference); the full
 history's Message rows keep the original results.

@@ -2,9 +2,10 @@
 
 The proxy keeps the latest system prompt and tool definitions of each proxied session in
 `Session.proxy_state` (services/proxying.py), with their token counts under
-`system_tokens` and `tools_tokens`. Upstream receives them with every request (seed 002
-§4.1), so `check`, the context's `tokens` and the gauge count them too. They are counted
-once when they change (a digest of both is kept beside the counts), never per request.
+`system_tokens` and `tools_tokens`. Upstream receives them with every request
+(docs/behaviour.md#token-counting), so `check`, the context's `tokens` and the gauge count them too.
+They are counted once when they change (a digest of both is kept beside the counts), never per
+request.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Which profile, policy and summarizer a session uses, read fresh on every call (REQ-3.5).
+"""Which profile, policy and summarizer a session uses, read fresh on every call
+(docs/behaviour.md#profiles).
 
 A profile's summarizer comes from its summarizer configuration (`SummarizerConfig`,
 docs/summarizers.md) when it has one; else from its `summarizer` choice and the settings

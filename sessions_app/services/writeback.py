@@ -197,7 +197,8 @@ def refresh_session_totals(session: Session, *, bump_revision: bool) -> None:
     ).count()
     session.version += 1
     if bump_revision:
-        # The context changed: the model's last usage no longer describes it (REQ-3.3).
+        # The context changed: the model's last usage no longer describes it
+        # (docs/behaviour.md#runtime-context-and-history).
         session.context_revision += 1
         session.last_usage = None
     session.save(

@@ -36,7 +36,7 @@ __all__ = [
 TEXT_PREVIEW_CHARS: Final = 2000
 #: Tool inputs and outputs longer than this are cut inside the expanded tool row.
 TOOL_PREVIEW_CHARS: Final = 3000
-#: The reference seed 003 leaves in an offloaded tool_result.
+#: The reference left in an offloaded tool_result (docs/behaviour.md#offloading).
 OFFLOAD_PATTERN: Final = re.compile(r"^\s*\[Content offloaded to: (?P<path>[^\]\n]+)\]\s*$")
 #: Tool input keys that best say what a call did, most telling first.
 _KEY_ARGUMENTS: Final = (

@@ -1,4 +1,4 @@
-"""The archive of compacted originals (seed 000 F-006)."""
+"""The archive of compacted originals (docs/behaviour.md#archives)."""
 
 from __future__ import annotations
 

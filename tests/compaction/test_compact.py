@@ -1,4 +1,4 @@
-"""compact_messages: the flow of DESIGN.md and seed 000 (F-003 to F-008), with a scripted
+"""compact_messages: the flow of docs/behaviour.md#compaction-flow, with a scripted
 summarizer and a fake clock."""
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def test_no_middle_means_nothing_to_compact():
     assert not result.compacted
     assert result.reason == "nothing_to_compact"
     assert result.messages is messages
-    assert summarizer.requests == []  # F-004: never called without a middle
+    assert summarizer.requests == []  # never called without a middle (docs/behaviour.md#summary)
 
 
 def test_invalid_input_raises_with_problems():
@@ -147,8 +147,9 @@ def test_output_is_head_summary_tail():
     assert result.messages[0] is messages[0]
     summary = result.messages[1]
     assert summary["role"] == "user"
-    # The summary text, then the outline of the file the middle viewed (seed 002 §2.5); the
-    # tail's first message is a user message too: merged in, so the roles alternate.
+    # The summary text, then the outline of the file the middle viewed
+    # (docs/behaviour.md#file-outlines); the tail's first message is a user message too: merged in,
+    # so the roles alternate.
     text, merged = summary["content"]
     assert text["text"].startswith(f"{SUMMARY_PREFIX}\n{SUMMARY}\n\n<system-reminder>")
     assert "Folded src/parser.py" in text["text"]
@@ -160,7 +161,7 @@ def test_output_is_head_summary_tail():
     assert validate_messages(result.messages) == []
 
 
-def test_stats_follow_seed_000_f008():
+def test_stats_follow_documented():
     messages = history()
 
     result = compact(messages)
@@ -370,7 +371,7 @@ def test_a_summary_that_saves_nothing_is_rolled_back():
     assert any(e.phase == "rollback" and e.reason == "no_savings" for e in result.events)
 
 
-# --- archive (seed 000 F-006) ----------------------------------------------------------------
+# --- archive (docs/behaviour.md#archives) ---------------------------------------------------------
 
 
 def test_archive_holds_the_replaced_messages_as_indented_json(tmp_path, clock):
@@ -457,7 +458,7 @@ def test_nothing_is_archived_when_the_compaction_rolls_back(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-# --- multi-level compaction (UC-002) ---------------------------------------------------------
+# --- multi-level compaction (docs/behaviour.md#summaries-of-summaries) ----------------------------
 
 
 def test_a_second_compaction_summarises_the_first_summary():
@@ -488,7 +489,7 @@ def test_extractive_multi_level_merges_instead_of_nesting():
     assert "Fix the parser bug in src/parser.py" in text
 
 
-# --- structured logging (001 REQ-3.6) ---------------------------------------------------------
+# --- structured logging (docs/behaviour.md#structured-logs) ---------------------------------------
 
 
 def test_outcome_is_logged_with_structured_fields(caplog, clock):

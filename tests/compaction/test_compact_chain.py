@@ -1,5 +1,6 @@
-"""The chain of compact_messages: offload, selective + summary as one transaction (seed 004
-§4), the fallbacks (001 REQ-3.4, 002 §4.2) and the retention check."""
+"""The chain of compact_messages: offload, selective + summary as one transaction
+(docs/behaviour.md#transactions-and-rollback), the fallbacks
+(docs/behaviour.md#hard-truncation, #compaction-flow) and the retention check."""
 
 from __future__ import annotations
 
@@ -153,7 +154,9 @@ def test_the_partition_is_decided_before_pruning():
 
 def test_pruning_is_rolled_back_when_nothing_is_left_to_summarize():
     # Fewer messages than keep_recent_messages: even a forced summary has nothing to do, and
-    # the pruning does not commit alone (seed 004: only a successful summary commits).
+    # the pruning does not commit alone
+    # (docs/behaviour.md#transactions-and-rollback, #selective-pruning: only a successful summary
+    # commits).
     messages = tool_history(blocks=3, result_words=40)
     policy = chain_policy(
         steps=("selective", "summary"),
@@ -232,7 +235,7 @@ def test_selective_keeps_the_newest_twelve_rounds_verbatim():
     assert all(id(m) in kept for m in newest[1:])
     assert alternates(result.messages)
     assert not any(id(m) in kept for m in texts[:-24])  # older rounds are summarized
-    # Their tool blocks are still pruned to the newest 5 (seed 004 §2).
+    # Their tool blocks are still pruned to the newest 5 (docs/behaviour.md#selective-pruning).
     assert sum(1 for m in result.messages if tool_use_ids(m)) == 5
     assert policy.scaled(count_tokens(result.messages)) < policy.threshold
     assert validate_messages(result.messages) == []
@@ -258,7 +261,7 @@ def test_auto_compression_keeps_system_summary_and_the_newest_ten_messages():
     assert result.stats.retained_message_count == 10  # the merged one counts as compacted
 
 
-# --- the summary holds the folded files of the middle (seed 002 §2.5) -------------------------
+# --- the summary holds the folded files of the middle (docs/behaviour.md#file-outlines) -----------
 
 SOURCE = """\
 import os

@@ -1,4 +1,4 @@
-"""Compactor: repeated compaction of one session with seed 004's cooldown."""
+"""Compactor: repeated compaction of one session with the cooldown (docs/behaviour.md#cooldown)."""
 
 from __future__ import annotations
 

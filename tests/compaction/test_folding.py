@@ -1,4 +1,5 @@
-"""File folding (seed 002 §2, §4.3): outlines per language, merging, budget."""
+"""File folding (docs/behaviour.md#file-outlines, #defaults): outlines per language, merging,
+budget."""
 
 from __future__ import annotations
 
@@ -380,7 +381,7 @@ def test_any_text_folds_into_one_block(source: str, extension: str) -> None:
     assert fold_file(f"file{extension}", source) == text
 
 
-# §2.4 merging ------------------------------------------------------------------------------
+# merging (docs/behaviour.md#file-outlines) --------------------------------------------------------
 
 
 def functions_at(starts: list[int], length: int = 1) -> str:
@@ -484,7 +485,7 @@ def test_files_may_be_pairs_or_source_files() -> None:
     assert fold_files([SourceFile("a.py", "def a(): pass\n")]) == pairs
 
 
-# §2.2 / §2.3 budget ------------------------------------------------------------------------
+# budget (docs/behaviour.md#file-outlines) ---------------------------------------------------------
 
 
 def many_files(count: int = 40) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""hard_truncate (seed 001 REQ-3.4): always under the hard limit, always a valid request."""
+"""hard_truncate (docs/behaviour.md#hard-truncation): always under the hard limit, always a valid
+request."""
 
 from __future__ import annotations
 

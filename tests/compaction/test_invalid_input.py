@@ -120,8 +120,9 @@ def test_count_tokens_of_one_non_dict_message_names_its_path() -> None:
 
 
 def test_token_counts_stay_lenient_about_blocks(caplog: pytest.LogCaptureFixture) -> None:
-    # Seed 002 §1.1: unknown block types are skipped with a warning, not refused; and the
-    # tool_result with no id is counted (counting is not validating).
+    # Unknown block types are skipped with a warning, not refused; and the
+    # tool_result with no id is counted (counting is not validating)
+    # (docs/behaviour.md#token-counting).
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": [{"type": "mystery"}, {"type": "text", "text": "hi"}]}
     ]

@@ -1,4 +1,4 @@
-"""Offloading large tool results to files (seed 003 F-001..F-005, hostile ids)."""
+"""Offloading large tool results to files (docs/behaviour.md#offloading, hostile ids)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def blocks_of_json_length(length: int) -> list[dict[str, Any]]:
     return blocks
 
 
-# F-002: the character count and the 100 boundary -------------------------------------------
+# The character count and the 100 boundary (docs/behaviour.md#offloading) --------------------------
 
 
 def test_string_content_counts_its_length() -> None:
@@ -103,7 +103,7 @@ def test_negative_min_chars_is_a_policy_error(tmp_path: Path) -> None:
         offload_tool_results([], tmp_path, min_chars=-1)
 
 
-# F-001 / F-003 / F-004: files, references, stats -------------------------------------------
+# Files, references, stats (docs/behaviour.md#offloading) ------------------------------------------
 
 
 def test_offloaded_string_is_written_and_referenced(tmp_path: Path) -> None:
@@ -214,7 +214,7 @@ def test_changed_messages_are_deep_copies(tmp_path: Path) -> None:
     assert messages == snapshot
 
 
-# F-005: the output directory ---------------------------------------------------------------
+# The output directory (docs/behaviour.md#offloading) ----------------------------------------------
 
 
 def test_missing_output_directory_is_created_with_parents(tmp_path: Path) -> None:
@@ -410,7 +410,7 @@ def test_a_tool_result_without_an_id_is_invalid_input(tmp_path: Path, block: Any
 
 
 def test_repeated_ids_are_valid_input_the_pairing_is_not_checked(tmp_path: Path) -> None:
-    # Seed 003 names repeated tool_use_ids as input to handle, not to refuse.
+    # docs/behaviour.md#offloading names repeated tool_use_ids as input to handle, not to refuse.
     messages = [call("t"), results(("other", "x" * 100), ("other", "y" * 100))]
 
     result = offload_tool_results(messages, tmp_path)

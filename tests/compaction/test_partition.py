@@ -1,4 +1,4 @@
-"""should_compact and partition (seed 000 F-002, F-003; DESIGN's tail rules; seed 004 §3)."""
+"""should_compact and partition (docs/behaviour.md#trigger-and-partition, #round-protection)."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_invalid_input_raises():
         should_compact([{"role": "user", "content": ""}])
 
 
-# --- partition: seed 000 F-003 -----------------------------------------------------------
+# --- partition: docs/behaviour.md#trigger-and-partition -------------------------------------------
 
 
 def test_head_is_the_leading_system_messages_only():
@@ -244,7 +244,7 @@ def test_split_points_match_partition():
     assert (len(result.head), len(result.head) + len(result.middle)) == (head_end, tail_start)
 
 
-# --- round protection (seed 004 §3) -------------------------------------------------------
+# --- round protection (docs/behaviour.md#round-protection) ----------------------------------------
 
 
 def rounds_history(count: int, size: int = 30) -> list[dict[str, object]]:

@@ -14,17 +14,18 @@ def test_defaults_are_the_seeds():
 
     assert policy.name == "balanced"
     assert policy.encoding == "o200k_base"
-    assert policy.trigger_ratio == 0.92  # seed 000
-    assert policy.keep_recent_messages == 10  # seed 001
-    assert policy.summary_max_tokens == 1000  # seed 001
-    assert policy.max_retries == 2  # seed 000 F-007
-    assert policy.summary_timeout_seconds == 30.0  # seed 001 §4.1
-    assert (policy.tool_blocks_keep_recent, policy.tool_call_threshold) == (5, 500)  # seed 004
+    assert policy.trigger_ratio == 0.92  # docs/behaviour.md#defaults
+    assert policy.keep_recent_messages == 10  # docs/behaviour.md#defaults
+    assert policy.summary_max_tokens == 1000  # docs/behaviour.md#defaults
+    assert policy.max_retries == 2  # docs/behaviour.md#defaults
+    assert policy.summary_timeout_seconds == 30.0  # docs/behaviour.md#defaults
+    # docs/behaviour.md#defaults
+    assert (policy.tool_blocks_keep_recent, policy.tool_call_threshold) == (5, 500)
     assert (policy.tool_result_threshold, policy.preview_tokens) == (600, 200)
     assert (policy.dialogue_rounds_keep_min, policy.cooldown_seconds) == (12, 8.0)
-    assert policy.fold_max_tokens == 10_000  # seed 002
+    assert policy.fold_max_tokens == 10_000  # docs/behaviour.md#defaults
     assert policy.smart_truncate_max_tokens == 50_000
-    assert policy.offload_min_chars == 100  # seed 003
+    assert policy.offload_min_chars == 100  # docs/behaviour.md#defaults
     assert policy.steps == ("selective", "summary", "smart_truncate", "hard_truncate")
 
 
@@ -97,7 +98,8 @@ def test_a_zero_tail_ratio_means_no_token_budget():
     policy = Policy(tail_retention_ratio=0)
 
     assert policy.tail_retention_tokens == 0
-    # Seed 001 REQ-3.3: the runtime context keeps exactly the newest 10 messages.
+    # The runtime context keeps exactly the newest 10 messages
+    # (docs/behaviour.md#trigger-and-partition).
     auto = Policy.preset("auto-compression")
     assert (auto.tail_retention_ratio, auto.keep_recent_messages) == (0, 10)
 

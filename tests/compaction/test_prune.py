@@ -1,4 +1,4 @@
-"""Selective pruning of old tool blocks (seed 004 §2, §3)."""
+"""Selective pruning of old tool blocks (docs/behaviour.md#selective-pruning, #round-protection)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def all_tool_ids(messages: list[dict[str, Any]]) -> list[str]:
     return [tool_id for message in messages for tool_id in tool_use_ids(message)]
 
 
-# §2.2: keep the newest 5 blocks, drop older ones whole -------------------------------------
+# Keep the newest 5 blocks, drop older ones whole (docs/behaviour.md#selective-pruning) ------------
 
 
 def test_keeps_the_newest_five_blocks_and_drops_older_ones_whole() -> None:
@@ -149,7 +149,7 @@ def test_text_and_thinking_stay_together() -> None:
     assert result.changed_messages == [messages[1]]
 
 
-# §2.3: cutting big fields of kept blocks ---------------------------------------------------
+# Cutting big fields of kept blocks (docs/behaviour.md#selective-pruning) --------------------------
 
 
 @pytest.mark.parametrize(("tokens", "cut"), [(500, False), (501, True)])
@@ -229,7 +229,7 @@ def test_the_preview_never_splits_a_character() -> None:
     assert ("日本語のテキスト" * 400).startswith(preview)
 
 
-# §3: rounds --------------------------------------------------------------------------------
+# Rounds (docs/behaviour.md#round-protection) ------------------------------------------------------
 
 
 def rounds_session(rounds: int, *, meta_every: int = 0) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""Smart truncation (seed 002 §3, §7.2)."""
+"""Smart truncation (docs/behaviour.md#smart-truncation)."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def all_ids(messages: list[dict[str, Any]]) -> list[str]:
     return [tool_id for message in messages for tool_id in tool_use_ids(message)]
 
 
-# §3.1 the middle ---------------------------------------------------------------------------
+# the middle (docs/behaviour.md#smart-truncation) --------------------------------------------------
 
 
 def test_middle_span_uses_cumulative_token_positions() -> None:
@@ -88,7 +88,7 @@ def test_middle_span_bounds_are_configurable() -> None:
     assert middle_span([10] * 10, 0.0, 0.2) == (0, 2)
 
 
-# §3.2 tool filtering in the middle ---------------------------------------------------------
+# tool filtering in the middle (docs/behaviour.md#smart-truncation) --------------------------------
 
 
 def tool_session() -> list[dict[str, Any]]:
@@ -164,7 +164,7 @@ def test_a_kept_file_view_keeps_its_pair_when_other_calls_go() -> None:
     assert validate_messages(result.messages) == []
 
 
-# §3.3 folding file views -------------------------------------------------------------------
+# folding file views (docs/behaviour.md#smart-truncation) ------------------------------------------
 
 
 def test_every_file_view_is_folded_in_the_middle_or_not() -> None:
@@ -206,7 +206,7 @@ def test_failed_reads_and_non_view_editor_calls_are_not_folded() -> None:
     assert results_of(result.messages) == {"r": NUMBERED, "e": CODE}
 
 
-# §3.4 / §3.5 deleting from the centre -----------------------------------------------------
+# deleting from the centre (docs/behaviour.md#smart-truncation) ------------------------------------
 
 
 def test_deletion_takes_a_heuristic_batch_from_the_centre_outward() -> None:

@@ -1,5 +1,6 @@
-"""Summaries of summaries do not drift (seed 000 UC-002): a growing history compacted again
-and again keeps its goal and the paths the agent touched, and says what it left out."""
+"""Summaries of summaries do not drift (docs/behaviour.md#summaries-of-summaries): a growing history
+compacted again and again keeps its goal and the paths the agent touched, and says what it left
+out."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""count_tokens (seed 000 F-001, 002 §1.1): offline tiktoken, block rules, per-message counts."""
+"""count_tokens (docs/behaviour.md#token-counting): offline tiktoken, block rules, per-message
+counts."""
 
 from __future__ import annotations
 

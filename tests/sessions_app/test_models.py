@@ -39,3 +39,12 @@ def test_api_keys_are_hashed_and_parsed(user: object) -> None:
     assert ApiKey.lookup_of("ctx_short_x") is None
     assert ApiKey.lookup_of("nope") is None
     assert row.is_active
+
+
+@pytest.mark.django_db
+def test_preset_descriptions_say_what_the_preset_does() -> None:
+    from sessions_app.models import CompactionProfile
+
+    descriptions = list(CompactionProfile.objects.values_list("description", flat=True))
+    assert descriptions
+    assert not [text for text in descriptions if "seed" in text.lower()]

@@ -1,4 +1,5 @@
-"""sessions_app.services.auto: prepare_context (REQ-3.1, 3.4, cooldown) and the post-call check."""
+"""sessions_app.services.auto: prepare_context (docs/behaviour.md#pre-call-check, #hard-truncation,
+cooldown) and the post-call check."""
 
 from __future__ import annotations
 

@@ -104,7 +104,8 @@ def test_compaction_replaces_the_middle_by_one_summary_entry(session: Session) -
     assert session.context_entry_count == len(messages)
     assert session.compaction_count == 1
     assert session.version == before["totals"]["version"] + 1
-    # Usage statistics are cleared until the next model call (REQ-3.3).
+    # Usage statistics are cleared until the next model call
+    # (docs/behaviour.md#runtime-context-and-history).
     assert session.last_usage is None
 
 

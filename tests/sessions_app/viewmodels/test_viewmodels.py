@@ -46,7 +46,7 @@ def test_key_argument_prefers_paths_and_commands() -> None:
     assert key_argument({"path": "x" * 500}).endswith("…")
 
 
-def test_offloaded_path_reads_the_seed_003_reference() -> None:
+def test_offloaded_path_reads_the_documented_reference() -> None:
     assert offloaded_path("[Content offloaded to: ./tool-result-t1.md]") == "tool-result-t1.md"
     assert offloaded_path("plain output") is None
 
