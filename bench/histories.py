@@ -68,7 +68,7 @@ def synthetic_session(message_count: int, target_tokens: int, seed: int = 0) -> 
     every tool result made of vocabulary words (module doc)."""
     rng = random.Random(seed)
 
-    def read(number: int, path: str, words: int) -> tuple[str, str]:
+    def read(_number: int, path: str, words: int) -> tuple[str, str]:
         return path, _text(rng, words)
 
     return _session(message_count, target_tokens, rng, read)
@@ -79,7 +79,7 @@ def project_session(message_count: int, target_tokens: int, seed: int = 0) -> li
     rng = random.Random(seed)
     files = project_sources()
 
-    def read(number: int, path: str, words: int) -> tuple[str, str]:
+    def read(_number: int, _path: str, _words: int) -> tuple[str, str]:
         path, source = rng.choice(files)
         return path, numbered(source)
 

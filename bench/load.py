@@ -384,7 +384,7 @@ def _drive(port: int, key: str, seconds: float, clients: int, settle: float) -> 
         thread.join(timeout=seconds + 60)
     elapsed = time.monotonic() - started
     time.sleep(settle)  # let the worker finish the last queued jobs
-    return _figures(seeder, stats, elapsed, workers, compactor, sessions)
+    return _figures(seeder, stats, elapsed, workers, compactor)
 
 
 def _figures(
@@ -393,7 +393,6 @@ def _figures(
     elapsed: float,
     clients: list[Client],
     compactor: Compactor,
-    sessions: list[str],
 ) -> dict[str, Any]:
     every = [ms for values in stats.latencies.values() for ms in values]
     lost = 0

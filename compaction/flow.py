@@ -57,7 +57,7 @@ _TRANSACTION: Final = frozenset({"selective", "summary"})
 _NOT_STARTED: Final = frozenset({"empty", "disabled", "below_threshold"})
 
 
-def compact_messages(
+def compact_messages(  # noqa: PLR0913 (the documented keyword signature)
     messages: Sequence[Message],
     policy: Policy | None = None,
     *,

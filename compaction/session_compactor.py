@@ -39,7 +39,7 @@ _FALLBACKS: Final = ("smart_truncate", "hard_truncate")
 class Compactor:
     """Compacts one session repeatedly with a fixed summarizer, honouring the cooldown."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (public keyword-only settings)
         self,
         policy: Policy | None = None,
         summarizer: Summarizer | None = None,

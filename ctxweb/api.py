@@ -145,7 +145,7 @@ def _unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
 
 
 @api.exception_handler(ObjectDoesNotExist)
-def _missing(request: HttpRequest, exc: ObjectDoesNotExist) -> HttpResponse:
+def _missing(request: HttpRequest, _exc: ObjectDoesNotExist) -> HttpResponse:
     return api.create_response(request, {"detail": "not found"}, status=404)
 
 

@@ -21,6 +21,6 @@ class CallerSummary:
     text: str
     name: str = "caller"
 
-    def summarize(self, request: SummaryRequest) -> str:
+    def summarize(self, request: SummaryRequest) -> str:  # noqa: ARG002 (the protocol's)
         """`text`, whatever the request (the caller summarized the span already)."""
         return self.text

@@ -22,11 +22,8 @@ def user_of(request: HttpRequest) -> Any:
     return getattr(request, "auth", None)
 
 
-def owned_session(request: HttpRequest, session_id: str, *, lock: bool = False) -> Session:
-    """The caller's session `session_id`; 404 for a malformed id or another owner's session.
-
-    (`lock` is accepted for the callers that pass it; the read takes no lock.)
-    """
+def owned_session(request: HttpRequest, session_id: str) -> Session:
+    """The caller's session `session_id`; 404 for a malformed id or another owner's session."""
     return session_selectors.owned_session(user_of(request), session_id)
 
 

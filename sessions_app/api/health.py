@@ -46,7 +46,7 @@ class HealthFailureOut(ErrorOut):
 
 
 @router.get("/health", auth=None, response={200: HealthReportOut, 503: HealthFailureOut})
-def health(request: HttpRequest) -> tuple[int, dict[str, Any]]:
+def health(request: HttpRequest) -> tuple[int, dict[str, Any]]:  # noqa: ARG001 (ninja)
     """Database (a rolled-back write), storage (a probe file) and worker (heartbeat age)."""
     report = health_report()
     body: dict[str, Any] = {

@@ -34,7 +34,7 @@ router = Router(tags=["compact"])
     response={200: StatelessCompactOut, **errors(400, 403, 413, 422)},
     throttle=SummarizerThrottle("compact"),
 )
-def compact(request: HttpRequest, payload: StatelessCompactIn) -> dict[str, Any]:
+def compact(request: HttpRequest, payload: StatelessCompactIn) -> dict[str, Any]:  # noqa: ARG001 (ninja)
     """Compact `messages` (after an optional `system`) with a profile and policy overrides."""
     profile = profile_for(None, payload.profile)
     policy = _policy(policy_for(None, profile), payload.policy)

@@ -36,7 +36,10 @@ class AnthropicAdapter:
         return [[{"role": m.get("role"), "content": m.get("content")}] for m in messages]
 
     def outgoing(
-        self, body: Mapping[str, Any], conversation: Conversation, messages: list[dict[str, Any]]
+        self,
+        body: Mapping[str, Any],
+        conversation: Conversation,  # noqa: ARG002 (the adapter protocol's; OpenAI uses it)
+        messages: list[dict[str, Any]],
     ) -> dict[str, Any]:
         """The body with `messages` replaced, every other field as the client sent it."""
         return {**body, "messages": messages}

@@ -124,7 +124,7 @@ class OpenAIStream:
         self.seen = False
         self.finished = False
 
-    def feed(self, event: str, data: str) -> None:
+    def feed(self, event: str, data: str) -> None:  # noqa: ARG002 (OpenAI streams no event names)
         """Apply one chunk (unknown data is ignored); `[DONE]` ends the stream."""
         if data.strip() == "[DONE]":
             self.finished = True

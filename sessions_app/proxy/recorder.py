@@ -50,7 +50,6 @@ class Recording:
             stored = await sync_to_async(record_answer)(
                 self.plan.session_id,
                 self.plan.stored,
-                answer.client,
                 answer.canonical,
                 digest(answer.client),
                 compact=self.compact,

@@ -116,7 +116,6 @@ def plan_request(owner: User, request: ProxyRequest) -> ProxyPlan | None:
 def record_answer(
     session_id: uuid.UUID,
     stored: int,
-    client: Mapping[str, Any],
     message: Mapping[str, Any],
     digest: str,
     *,

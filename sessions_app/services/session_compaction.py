@@ -98,7 +98,7 @@ class CompactionOutcome:
         return self.compaction is not None and self.compaction.status == "failed"
 
 
-def compact_session(
+def compact_session(  # noqa: PLR0913 (keyword-only options of one run)
     session: Session,
     *,
     trigger: str = Compaction.Trigger.MANUAL,
@@ -135,7 +135,7 @@ def compact_session(
         raise engine_error(error) from error
 
 
-def _compact(
+def _compact(  # noqa: PLR0913 (compact_session's options)
     session: Session,
     *,
     trigger: str,

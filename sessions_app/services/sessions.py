@@ -62,7 +62,7 @@ def system_message(system: Any) -> dict[str, Any]:
     return {"role": "system", "content": system}
 
 
-def create_session(
+def create_session(  # noqa: PLR0913 (the API body's fields, keyword-only)
     owner: User,
     *,
     title: str = "",

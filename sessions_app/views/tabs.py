@@ -43,12 +43,12 @@ PRETTY_MAX_CHARS: Final = 1_000_000
 SHOWN_MAX_CHARS: Final = 2_000_000
 
 
-def _history(request: HttpRequest, session: Session) -> dict[str, Any]:
+def _history(_request: HttpRequest, session: Session) -> dict[str, Any]:
     tree = CompactionTree.for_session(session)
     return {"window": history_window(session, tree=tree), "tree": tree}
 
 
-def _compare(request: HttpRequest, session: Session) -> dict[str, Any]:
+def _compare(_request: HttpRequest, session: Session) -> dict[str, Any]:
     return {"compare": compare_view(session)}
 
 
@@ -90,7 +90,7 @@ def context_download(request: HttpRequest, session_id: uuid.UUID) -> HttpRespons
     return response
 
 
-def _log(request: HttpRequest, session: Session) -> dict[str, Any]:
+def _log(_request: HttpRequest, session: Session) -> dict[str, Any]:
     compactions = compaction_log(session)
     tree = CompactionTree(compactions)
     revertable = {c.number for c in compactions if tree.is_top_level(c)}

@@ -162,7 +162,7 @@ class _Codex:
             return clean
         return False
 
-    def boundary_opened(self, record: Mapping[str, Any]) -> bool:
+    def boundary_opened(self, record: Mapping[str, Any]) -> bool:  # noqa: ARG002 (protocol)
         """Codex compactions are single lines: never open."""
         return False
 
