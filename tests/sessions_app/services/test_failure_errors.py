@@ -82,7 +82,7 @@ def test_a_summarizer_that_raises_stores_the_exception_type(session: Session) ->
         def summarize(self, request: Any) -> str:
             raise ValueError("no model configured")
 
-    outcome = compact_session(session, summarizer=Broken())  # type: ignore[arg-type]
+    outcome = compact_session(session, summarizer=Broken())
     assert outcome.compaction is not None
     error = outcome.compaction.details["error"]
     assert (error["type"], error["message"]) == ("ValueError", "no model configured")
