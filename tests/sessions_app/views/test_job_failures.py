@@ -11,7 +11,10 @@ from django.urls import reverse
 
 from compaction import SummaryError
 from sessions_app.models import Compaction, CompactionJob
+from sessions_app.services.session_compaction import compact_session
 from sessions_app.viewmodels.jobs import failed_phase, job_outcome, job_phases
+from sessions_app.viewmodels.limits import limits_for
+from sessions_app.viewmodels.timeline import token_timeline
 
 if TYPE_CHECKING:
     from tests.sessions_app.conftest_ui import UiSession
@@ -192,3 +195,25 @@ def test_preview_and_job_answer_into_separate_places(
     job = CompactionJob.objects.get(session=session)
     polled = logged_in.get(reverse("ui:job", args=[session.pk, job.pk]), HTTP_HX_REQUEST="true")
     assert b"hx-swap-oob" not in polled.content
+
+
+def test_a_failed_attempt_is_a_red_marker_on_the_timeline(
+    ui_session: UiSession, logged_in: Client, scripted: Any
+) -> None:
+    session = ui_session.session
+    page = logged_in.get(reverse("ui:session", args=[session.pk])).content.decode()
+    assert "drop-failed" not in page  # drawn (and cached) before the failure
+    scripted(default=SummaryError("timeout", "no answer within 30 s", retryable=False))
+    outcome = compact_session(session, profile="ui-test")
+    assert outcome.compaction is not None
+    number = outcome.compaction.number
+    session.refresh_from_db()
+    chart = token_timeline(session, limits_for(session))
+    marker = next(m for m in chart.markers if m.number == number)
+    assert marker.failed
+    assert not marker.reverted
+    assert marker.y_before == marker.y_after  # the runtime line does not fall
+    page = logged_in.get(reverse("ui:session", args=[session.pk])).content.decode()
+    assert f'class="drop drop-failed" data-drop="{number}"' in page
+    assert f'href="?tab=log#log-{number}"' in page
+    assert "failed: timeout" in page
