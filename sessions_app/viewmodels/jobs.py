@@ -145,12 +145,17 @@ def job_view(job: CompactionJob) -> dict[str, Any]:
     done = job.status in {CompactionJob.Status.SUCCEEDED, CompactionJob.Status.FAILED}
     outcome, label = job_outcome(job)
     failed = failed_phase(job)
+    failure = job_failure(job)
+    error = str(job.error or "")
+    if failure is not None and error == f"compaction failed: {failure.get('reason')}":
+        error = ""  # the failure notice says this and more
     return {
         "job": job,
         "done": done,
         "phases": job_phases(job),
         "outcome": outcome,
         "outcome_label": label,
-        "failure": job_failure(job),
+        "failure": failure,
+        "error_note": error,
         "failed_label": dict(PHASES).get(failed or "", "running"),
     }

@@ -134,6 +134,7 @@ def test_a_failed_job_shows_its_phase_and_underlying_error(
     assert 'class="phase phase-failed" data-phase="commit"' not in html
     assert "HTTP 401" in html
     assert "invalid x-api-key" in html
+    assert "compaction failed: api_error" not in html  # the failure notice says it, and more
     assert f'href="?tab=log#log-{failed.number}"' in html
     # The compaction log shows the error, and its row is the link's anchor.
     log = logged_in.get(reverse("ui:tab", args=[session.pk, "log"]), HTTP_HX_REQUEST="true")
@@ -217,3 +218,12 @@ def test_a_failed_attempt_is_a_red_marker_on_the_timeline(
     assert f'class="drop drop-failed" data-drop="{number}"' in page
     assert f'href="?tab=log#log-{number}"' in page
     assert "failed: timeout" in page
+
+
+def test_the_jobs_error_line_is_kept_when_it_says_more(
+    ui_session: UiSession, logged_in: Client
+) -> None:
+    session = ui_session.session
+    job = failed_job(session, [], error="compaction failed: conflict (attempt 2 of 2)")
+    url = reverse("ui:job", args=[session.pk, job.pk])
+    assert b"attempt 2 of 2" in logged_in.get(url, HTTP_HX_REQUEST="true").content
