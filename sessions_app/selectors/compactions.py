@@ -5,6 +5,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from django.db.models import Max
+
 from sessions_app.compaction_tree import CompactionTree
 from sessions_app.models import Compaction, Session
 from sessions_app.services.errors import NotFound
@@ -18,6 +20,7 @@ __all__ = [
     "compaction_page",
     "compaction_tree",
     "drawn_compactions",
+    "newest_compaction_number",
     "session_compaction",
     "session_compactions",
 ]
@@ -51,6 +54,12 @@ def compaction_log(session: Session) -> list[Compaction]:
     return list(
         Compaction.objects.filter(session=session).select_related("parent").order_by("-number")
     )
+
+
+def newest_compaction_number(session: Session) -> int:
+    """The number of the session's newest compaction, failed ones included (0: none)."""
+    newest = Compaction.objects.filter(session=session).aggregate(top=Max("number"))["top"]
+    return int(newest or 0)
 
 
 def drawn_compactions(session: Session) -> list[Compaction]:

@@ -264,9 +264,13 @@ def _failed(
     )
     events.append({"phase": "rollback", "reason": reason, "detail": {"error": str(error)}})
     meta.details["events"] = events
-    meta.details["error"] = str(error)
     failed = record_failure(
-        session, meta, reason, tokens_before=snapshot.tokens, messages=len(snapshot.entries)
+        session,
+        meta,
+        reason,
+        tokens_before=snapshot.tokens,
+        messages=len(snapshot.entries),
+        error=error,
     )
     return CompactionOutcome(failed, result, reason=reason, events=events)
 

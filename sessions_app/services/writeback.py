@@ -25,6 +25,7 @@ from ..storage import delete_stored_quietly
 from .archives import ArchivedEntry, ArchiveHeader, write_archive
 from .entries import ENTRY_KEY, load_entries, split_message, tagged_message
 from .errors import Conflict, InvariantError
+from .failure_errors import with_failure_error
 
 __all__ = [
     "CommitMeta",
@@ -139,12 +140,16 @@ def commit_context(
 
 
 def record_failure(
-    session: Session, meta: CommitMeta, reason: str, *, tokens_before: int = 0, messages: int = 0
+    session: Session,
+    meta: CommitMeta,
+    reason: str,
+    *,
+    tokens_before: int = 0,
+    messages: int = 0,
+    error: BaseException | None = None,
 ) -> Compaction | None:
-    """A failed attempt as a Compaction row (status failed); the context is untouched.
-
-    Best effort: when even this cannot be written the error is logged and None returned.
-    """
+    """A failed attempt as a Compaction row (status failed; details["error"] names the error,
+    services/failure_errors.py); the context is untouched. Best effort: logged, else None."""
     try:
         with transaction.atomic():
             locked = Session.objects.select_for_update().get(pk=session.pk)
@@ -156,8 +161,7 @@ def record_failure(
                 strategy=meta.strategy[:64],
                 summarizer=meta.summarizer[:128],
                 model=meta.model[:128],
-                # A NUL (in instructions, or an error message quoting input) cannot be
-                # stored on PostgreSQL; the failure must be recorded all the same.
+                # PostgreSQL stores no NUL; the failure must be recorded all the same.
                 instructions=strip_nul(meta.instructions),
                 tokens_before=tokens_before,
                 tokens_after=tokens_before,
@@ -166,7 +170,7 @@ def record_failure(
                 duration_ms=meta.duration_ms,
                 status=Compaction.Status.FAILED,
                 failure_reason=strip_nul(reason[:64]),
-                details=strip_nul(meta.details),
+                details=strip_nul(with_failure_error(meta.details, reason, error)),
             )
     except Session.DoesNotExist:
         return None

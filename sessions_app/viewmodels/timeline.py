@@ -13,7 +13,7 @@ from itertools import accumulate
 from typing import Final
 
 from sessions_app.models import Compaction, Session
-from sessions_app.selectors.compactions import drawn_compactions
+from sessions_app.selectors.compactions import newest_compaction_number, session_compactions
 from sessions_app.selectors.history import first_seq_after, message_tokens
 
 from .caching import session_cached
@@ -41,7 +41,9 @@ class ChartTick:
 
 @dataclass(frozen=True)
 class ChartMarker:
-    """A compaction's drop: where it is, how far the runtime line fell, and its label."""
+    """A compaction's drop: where it is, how far the runtime line fell, and its label.
+
+    A `failed` attempt is marked in red where it ran; the runtime line does not fall."""
 
     number: int
     x: float
@@ -52,6 +54,8 @@ class ChartMarker:
     trigger: str
     reverted: bool
     label_y: float = 0.0
+    failed: bool = False
+    failure_reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -182,6 +186,7 @@ def token_timeline(session: Session, limits: Limits) -> TimelineChart:
         lambda: _build(session, limits),
         limits.context_limit,
         limits.trigger_ratio,
+        newest_compaction_number(session),  # a failed attempt changes nothing else
     )
 
 
@@ -209,7 +214,7 @@ class _Scale:
 
 def _build(session: Session, limits: Limits) -> TimelineChart:
     rows = message_tokens(session)
-    compactions = drawn_compactions(session)
+    compactions = session_compactions(session)  # failed ones are marked, without a drop
     points, events = _series([r[1] for r in rows], _drop_positions(session, compactions))
     n = max(1, len(rows))
     runtime_max = max((p.runtime for p in points), default=0)
@@ -256,5 +261,7 @@ def _marker(scale: _Scale, before: _Point, after: _Point, compaction: Compaction
         tokens_before=int(compaction.tokens_before),
         tokens_after=int(compaction.tokens_after),
         trigger=compaction.trigger,
-        reverted=compaction.status != Compaction.Status.SUCCEEDED,
+        reverted=compaction.status == Compaction.Status.REVERTED,
+        failed=compaction.status == Compaction.Status.FAILED,
+        failure_reason=compaction.failure_reason,
     )

@@ -18,16 +18,19 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
+from compaction import NOT_NEEDED
 from sessions_app.models import CompactionJob, Session
 from sessions_app.selectors.entries import entries_with_messages
 from sessions_app.selectors.jobs import session_job
 from sessions_app.selectors.profiles import profile_exists
 from sessions_app.services import jobs
 from sessions_app.services.errors import InvalidInput
+from sessions_app.services.failure_errors import failure_error
 from sessions_app.services.offloading import offload_session
 from sessions_app.services.reverting import revert_compaction
 from sessions_app.services.session_compaction import compact_session
 from sessions_app.viewmodels.blocks import MessageView, build_message_views
+from sessions_app.viewmodels.jobs import job_phases, job_view
 
 from .common import owned_compaction, owned_session, session_changed
 from .failures import service_errors
@@ -45,15 +48,6 @@ __all__ = [
 ACTIONS = "sessions/_actions.html"
 #: Rows of the preview's list of messages that would be summarized.
 PREVIEW_ROWS: Final = 30
-#: The phases a background compaction goes through, as shown in its progress list.
-PHASES: Final = (
-    ("queued", "Queued"),
-    ("started", "Started"),
-    ("selective", "Pruning old tool blocks"),
-    ("summary", "Summarizing"),
-    ("commit", "Committing"),
-    ("done", "Done"),
-)
 
 
 class CompactForm(forms.Form):
@@ -130,8 +124,16 @@ def compact_preview(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse
         "hidden_rows": max(0, len(ids) - PREVIEW_ROWS),
         "params": params,
         "outcome": outcome,
+        "failure": _preview_failure(outcome.reason, outcome.events),
     }
     return render(request, f"{ACTIONS}#preview", context)
+
+
+def _preview_failure(reason: str | None, events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The error of a dry run that could not compact for a failure (not "nothing needed")."""
+    if not reason or reason in NOT_NEEDED:
+        return None
+    return failure_error(reason, {"events": events})
 
 
 @login_required
@@ -146,56 +148,16 @@ def compact(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         raise InvalidInput.field("profile", f"Unknown profile {profile!r}.")
     job = jobs.enqueue_compaction(session, params={**_params(form), "trigger": "manual"})
     job.refresh_from_db()
-    return _job_response(request, session, job)
+    return _job_response(request, session, job, clear_preview=True)
 
 
-def _job_response(request: HttpRequest, session: Session, job: CompactionJob) -> HttpResponse:
-    done = job.status in {CompactionJob.Status.SUCCEEDED, CompactionJob.Status.FAILED}
-    context = {"session": session, "job": job, "done": done, "phases": job_phases(job)}
+def _job_response(
+    request: HttpRequest, session: Session, job: CompactionJob, *, clear_preview: bool = False
+) -> HttpResponse:
+    """The job's progress; `clear_preview` also empties the (now stale) dry-run preview."""
+    context = {"session": session, "clear_preview": clear_preview, **job_view(job)}
     response = render(request, f"{ACTIONS}#job", context)
-    return session_changed(response) if done else response
-
-
-def job_phases(job: CompactionJob) -> list[tuple[str, str, str]]:
-    """(key, label, state) of each phase: done, skipped, current, failed or todo."""
-    seen = {str(e.get("phase", "")).split("_")[0] for e in job.events if isinstance(e, dict)}
-    seen.add("queued")
-    if job.status != CompactionJob.Status.QUEUED:
-        seen.add("started")
-    if job.status == CompactionJob.Status.SUCCEEDED:
-        seen |= {"commit", "done"}
-    keys = [key for key, _ in PHASES]
-    last = max(keys.index(key) for key in seen if key in keys)
-    next_state = "failed" if job.status == CompactionJob.Status.FAILED else "current"
-    states = []
-    for index, (key, label) in enumerate(PHASES):
-        if key in seen:
-            state = "done"
-        elif index < last:
-            state = "skipped"
-        elif index == last + 1:
-            state = next_state
-        else:
-            state = "todo"
-        states.append((key, _chunk_label(job) if key == "summary" else label, state))
-    return states
-
-
-def _chunk_label(job: CompactionJob) -> str:
-    """`Summarizing`, with the part in progress when the middle is summarized in parts."""
-    chunks = [
-        e["detail"]
-        for e in job.events
-        if isinstance(e, dict)
-        and e.get("phase") == "summary_chunk"
-        and isinstance(e.get("detail"), dict)
-    ]
-    if not chunks or job.status != CompactionJob.Status.RUNNING:
-        return "Summarizing"
-    latest = chunks[-1]
-    if latest.get("merge"):
-        return "Summarizing (merging the parts)"
-    return f"Summarizing (part {latest.get('chunk')} of {latest.get('chunks')})"
+    return session_changed(response) if context["done"] else response
 
 
 @login_required
