@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from compaction.messages import SUMMARY_KEY, blocks_of
 from compaction.validation import validate_messages
 from sessions_app.importers import ImportedSession, parse_text
-from tests.sessions_app.transcripts import cc_assistant, cc_user, jsonl, text
+from tests.sessions_app.transcripts import SESSION, cc_assistant, cc_user, jsonl, text
 
 SUMMARY = "The user asked for a refactor; files a.py and b.py were changed."
 BLOCK = {"type": "compaction", "content": SUMMARY, "encrypted_content": "E" * 40}
@@ -184,3 +186,34 @@ def test_openai_responses_items_with_a_compaction() -> None:
     assert point.summary == OPAQUE
     assert _texts(session) == [OPAQUE, "go on"]
     _valid(session)
+
+
+# -- stored --------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_stored_claude_code_2_1_transcript(user: Any) -> None:
+    from sessions_app.models import Compaction, Session
+    from sessions_app.services.importing import import_file
+
+    data = jsonl(
+        cc_user("u1", None, "hi"),
+        cc_assistant("a1", "u1", [text("hello")], "m1"),
+        {"type": "cost-state", "sessionId": SESSION, "totalCostUSD": 0.5, "modelUsage": {}},
+        {"type": "api-request", "sessionId": SESSION, "id": "r", "params": {"model": "m"}},
+        cc_user("u2", "a1", "work", timestamp="2025-07-01T11:00:00.000Z"),
+        cc_assistant(
+            "a2", "u2", [BLOCK, text("continuing")], "m2", timestamp="2025-07-01T12:00:00.000Z"
+        ),
+    )
+    session = import_file(user, data.encode(), name="cc21.jsonl").session
+    stored = Compaction.objects.get(session=session)
+    assert stored.summary == SUMMARY
+    assert stored.trigger == Compaction.Trigger.IMPORTED
+    session = Session.objects.get(pk=session.pk)
+    assert session.metadata["cost"]["totalCostUSD"] == 0.5
+    assert session.metadata["record_types"]["api-request"] == 1
+    assert session.metadata["import"]["kept_raw"] == 2
+    # The session's times are the transcript's, not the import's.
+    assert session.created_at.isoformat() == "2025-07-01T10:00:00+00:00"
+    assert session.updated_at.isoformat() == "2025-07-01T12:00:00+00:00"
