@@ -15,7 +15,9 @@ items). `response_item` payloads are the model's conversation:
 - a `compaction` / `compaction_summary` response item (OpenAI Responses server-side
   compaction) is a compaction point whose summary is opaque (encrypted): the marker says so.
   A `compacted` line right after it (no message between) is the same compaction: it gives
-  the point its summary text and replacement history instead of a second point;
+  the point its summary text and replacement history instead of a second point. A
+  `compacted` line with no `message` whose replacement history holds such an item is a
+  remote compaction: its summary is the same opaque marker;
 - `event_msg/token_count` gives the last reply's usage, `thread_rolled_back` drops turns from
   the runtime context; every other line is bookkeeping, kept in the raw source and counted.
 """
@@ -38,7 +40,7 @@ from .blocks import (
     text_block,
 )
 from .builder import SessionBuilder
-from .provider_compaction import COMPACTION_BLOCK_TYPES, provider_compaction
+from .provider_compaction import COMPACTION_BLOCK_TYPES, PROVIDER_TRIGGER, provider_compaction
 from .source import Source, parse_json_line
 from .types import ImportedCompaction, ImportedMessage, ImportedSession
 
@@ -285,13 +287,19 @@ class _Rollout:
             return
         history = payload.get("replacement_history")
         replacement = _render_history(history) if isinstance(history, list) else ""
-        summary = payload.get("message") if isinstance(payload.get("message"), str) else ""
+        message = payload.get("message")
+        summary = message if isinstance(message, str) else ""
         raw = {k: v for k, v in payload.items() if k not in {"replacement_history", "message"}}
         if isinstance(history, list):
             raw["replacement_history_items"] = len(history)
+        remote = _last_compaction_item(history) if not summary.strip() else None
+        if remote is not None:  # a remote (server-side) compaction: its summary is opaque
+            summary = provider_compaction(remote, "openai").summary
+            raw.update(provider="openai", opaque=True)
         self.builder.mark_compaction(
             summary=(summary or replacement).strip(),
             created_at=parse_time(when),
+            trigger=PROVIDER_TRIGGER if remote is not None else "",
             context_content=[text_block(replacement)] if replacement.strip() else None,
             original_id=str(payload.get("window_id") or ""),
             raw=raw,
@@ -396,6 +404,13 @@ def _output_content(item: Mapping[str, Any]) -> Any:
     if item.get("type") == "tool_search_output":
         return json.dumps(item.get("tools"), ensure_ascii=False)
     return json.dumps(output, ensure_ascii=False) if output is not None else ""
+
+
+def _last_compaction_item(history: Any) -> Mapping[str, Any] | None:
+    """The last provider compaction item of a replacement history, if any."""
+    items = history if isinstance(history, list) else []
+    found = [i for i in items if isinstance(i, Mapping) and i.get("type") in COMPACTION_BLOCK_TYPES]
+    return found[-1] if found else None
 
 
 def _render_history(history: list[Any]) -> str:

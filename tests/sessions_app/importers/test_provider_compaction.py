@@ -217,3 +217,23 @@ def test_stored_claude_code_2_1_transcript(user: Any) -> None:
     # The session's times are the transcript's, not the import's.
     assert session.created_at.isoformat() == "2025-07-01T10:00:00+00:00"
     assert session.updated_at.isoformat() == "2025-07-01T12:00:00+00:00"
+
+
+def test_codex_remote_compaction_without_a_message_is_opaque() -> None:
+    history = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+        {"type": "compaction", "encrypted_content": "z" * 12},
+    ]
+    session = parse_text(
+        jsonl(
+            _codex_message("user", "hi"),
+            _codex_message("assistant", "hello"),
+            _codex_line("compacted", {"message": "", "replacement_history": history}),
+            _codex_message("user", "go on"),
+        )
+    )
+    [point] = session.compactions
+    assert point.summary == OPAQUE
+    assert point.trigger == "provider"
+    assert point.context_content[0]["text"].startswith("[user]\nhi")  # the history is kept
+    _valid(session)
