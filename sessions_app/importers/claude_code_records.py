@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from .types import ImportedSession
 
-__all__ = ["RecordNotes"]
+__all__ = ["LATEST_KEYS", "RecordNotes", "latest_metadata"]
 
 #: Session metadata read from simple records: (record type, key, metadata name).
 _LATEST: Final = (
@@ -39,6 +39,14 @@ _LATEST: Final = (
     ("last-prompt", "leafUuid", "last_prompt_leaf"),
 )
 _COST_SKIP: Final = frozenset({"type", "sessionId"})
+#: Session metadata that a later read replaces (snapshots, latest values), as opposed to
+#: counts, which only a whole read knows (a watcher reads from a cut, perhaps twice).
+LATEST_KEYS: Final = ("cost", "tools_used", *(name for _, _, name in _LATEST))
+
+
+def latest_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The snapshot values among a session's metadata, for a later read to update."""
+    return {key: metadata[key] for key in LATEST_KEYS if key in metadata}
 
 
 @dataclass

@@ -237,3 +237,37 @@ def test_codex_remote_compaction_without_a_message_is_opaque() -> None:
     assert point.trigger == "provider"
     assert point.context_content[0]["text"].startswith("[user]\nhi")  # the history is kept
     _valid(session)
+
+
+@pytest.mark.django_db
+def test_watched_transcript_gets_the_provider_marker_as_it_arrives(
+    user: Any, tmp_path: Any
+) -> None:
+    from sessions_app.models import Compaction, Message, Session
+    from sessions_app.services.watching import Watcher
+
+    records: list[dict[str, Any]] = [
+        cc_user("u1", None, "hi"),
+        cc_assistant("a1", "u1", [text("hello")], "m1"),
+        {"type": "api-request", "sessionId": SESSION, "id": "r", "params": {"model": "m"}},
+        cc_user("u2", "a1", "work"),
+        cc_assistant("a2", "u2", [BLOCK, text("continuing")], "m2"),
+        {"type": "cost-state", "sessionId": SESSION, "totalCostUSD": 0.5},
+        cc_user("u3", "a2", "thanks"),
+    ]
+    target = tmp_path / "watched" / "s.jsonl"
+    target.parent.mkdir()
+    target.touch()
+    watcher = Watcher(user, [target.parent])
+    counts = []
+    for record in records:
+        with open(target, "a", encoding="utf-8") as file:
+            file.write(jsonl(record))
+        watcher.scan()
+        session = Session.objects.filter(source_path=str(target)).first()
+        counts.append(session.compaction_count if session else 0)
+    assert counts == [0, 0, 0, 0, 1, 1, 1]
+    session = Session.objects.get(source_path=str(target))
+    assert Message.objects.filter(session=session).count() == 5
+    assert Compaction.objects.get(session=session).summary == SUMMARY
+    assert session.metadata["cost"]["totalCostUSD"] == 0.5
