@@ -1,7 +1,11 @@
 """Anthropic Messages requests: `{"system": ..., "messages": [...]}` or a bare message list.
 
-The content is already canonical; the system prompt becomes a leading system message. Other
-message keys are kept as import data.
+The content is already canonical; the system prompt becomes a leading system message, and
+`role: "system"` messages inside `messages` (as Claude Code's recorded requests carry them)
+lead the history or, after the conversation began, become marked user messages. A
+`compaction` block in an assistant message (server-side compaction, `compact_20260112`) is
+a compaction point whose summary is its `content` (provider_compaction.py). Other message
+keys are kept as import data.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from compaction import Block, blocks_of, starts_round, tool_result_text
 from .blocks import NO_RESULT_TEXT, NO_SUMMARY_TEXT, content_text, text_block
 from .messagelog import MessageLog
 from .normalize import normalize_message
+from .provider_compaction import PROVIDER_TRIGGER, ProviderCompaction, split_at_compactions
 from .types import ContextItem, ImportedCompaction, ImportedMessage, ImportedSession, SkippedLine
 
 __all__ = ["SYSTEM_MOVED_TEXT", "SessionBuilder"]
@@ -63,7 +64,15 @@ class SessionBuilder:
     # -- feeding -----------------------------------------------------------------------
 
     def add(self, item: ImportedMessage, size_hint: int = 0) -> None:
-        """Append one source message (normalized and paired on the way in)."""
+        """Append one source message (normalized and paired on the way in).
+
+        An assistant message holding provider compaction blocks (provider_compaction.py) is
+        cut there: each block becomes a compaction point between the pieces.
+        """
+        pieces = split_at_compactions(item)
+        if pieces is not None:
+            self._add_pieces(pieces, item.created_at, size_hint)
+            return
         item = normalize_message(item)
         if item.role == "system" and self._seen_other:
             move_system_into_conversation(item)
@@ -73,6 +82,33 @@ class SessionBuilder:
         elif item.role == "user":
             self._pair_results(item)
         self._commit(item, size_hint)
+
+    def _add_pieces(
+        self,
+        pieces: list[ImportedMessage | ProviderCompaction],
+        created_at: datetime | None,
+        size_hint: int,
+    ) -> None:
+        for piece in pieces:
+            if isinstance(piece, ImportedMessage):
+                self.add(piece, size_hint)
+                size_hint = 0
+            else:
+                self.mark_provider_compaction(piece, created_at)
+
+    def mark_provider_compaction(
+        self, found: ProviderCompaction, created_at: datetime | None, original_id: str = ""
+    ) -> ImportedCompaction:
+        """Record a compaction the model provider made here (its summary may be opaque)."""
+        block = found.raw.get("block")
+        block_id = block.get("id") if isinstance(block, Mapping) else None
+        return self.mark_compaction(
+            summary=found.summary,
+            created_at=created_at,
+            trigger=PROVIDER_TRIGGER,
+            original_id=original_id or (block_id if isinstance(block_id, str) else ""),
+            raw=found.raw,
+        )
 
     def set_usage(self, usage: Mapping[str, Any]) -> bool:
         """Attach token usage to the latest message when it is an assistant message."""

@@ -10,9 +10,13 @@ lines form the conversation; then those lines are read again and turned into mes
 - `isMeta` is kept on the message as `is_meta`;
 - `system/compact_boundary` plus its `isCompactSummary` line become an imported compaction
   point (trigger, preTokens/postTokens and the rest of `compactMetadata` kept);
-- `summary` / `custom-title` / `ai-title` lines give the title; every other line (attachments,
-  hooks, snapshots, progress, system notices, abandoned branches) is kept only in the raw
-  source and counted;
+- `summary` / `custom-title` / `ai-title` lines give the title; metadata records (`cost-state`,
+  `api-request`, `last-prompt`, `tools-used`, `queue-operation`, ...) give session metadata
+  (claude_code_records.py); every line is counted by type (`metadata["record_types"]`), and
+  every line that is not a message (attachments, hooks, snapshots, progress, system notices,
+  metadata records, abandoned branches) is kept only in the raw source and counted;
+- an assistant message's `compaction` block (Anthropic server-side compaction) is a compaction
+  point whose summary is the block's `content` (provider_compaction.py);
 - subagents, from `isSidechain` lines or from `subagents/agent-<id>.jsonl` (+ `.meta.json`)
   beside the session file, become their own sessions, linked to the Task/Agent tool call
   that started them.
@@ -33,6 +37,7 @@ from .blocks import short_title
 from .builder import SessionBuilder
 from .claude_code_agents import attach_agent_files, find_subagent_files
 from .claude_code_graph import BOUNDARY, OTHER, Graph
+from .claude_code_records import RecordNotes
 from .claude_code_thread import Thread
 from .source import Source, parse_json_line
 from .types import ImportedSession
@@ -95,6 +100,7 @@ class _FileImport:
         self.source = source
         self.graph = Graph()
         self.header = _Header()
+        self.records = RecordNotes()
         self.by_line: dict[int, int] = {}
 
     def run(self) -> ImportedSession:
@@ -132,6 +138,7 @@ class _FileImport:
                 builder.skip(number, "not a JSON object")
                 continue
             self.header.note(record)
+            self.records.note(record)
             kind = record.get("type")
             if kind in {"user", "assistant"} and not isinstance(record.get("message"), Mapping):
                 builder.skip(number, f"{kind} line without a message object")
@@ -170,6 +177,7 @@ class _FileImport:
         session.metadata["abandoned_lines"] = len(self.graph.dead)
         if thread.spawned:
             session.metadata["spawned_agents"] = dict(thread.spawned)
+        self.records.describe(session)
 
 
 def _raw_kind(record: Any) -> str:

@@ -103,6 +103,8 @@ class Thread:
         for key in ("model", "stop_reason"):
             if isinstance(message.get(key), str):
                 reply.extra[key] = message[key]
+        if isinstance(record.get("requestId"), str):
+            reply.extra["request_id"] = record["requestId"]
         if record.get("isApiErrorMessage"):
             reply.extra["api_error"] = True
         model = message.get("model")

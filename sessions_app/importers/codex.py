@@ -12,6 +12,12 @@ items). `response_item` payloads are the model's conversation:
   rollout records no result for them, so they get the marked synthetic result;
 - `compacted` lines are imported compaction points: the summary is `message`, and the context
   continues from `replacement_history` when the rollout has one;
+- a `compaction` / `compaction_summary` response item (OpenAI Responses server-side
+  compaction) is a compaction point whose summary is opaque (encrypted): the marker says so.
+  A `compacted` line right after it (no message between) is the same compaction: it gives
+  the point its summary text and replacement history instead of a second point. A
+  `compacted` line with no `message` whose replacement history holds such an item is a
+  remote compaction: its summary is the same opaque marker;
 - `event_msg/token_count` gives the last reply's usage, `thread_rolled_back` drops turns from
   the runtime context; every other line is bookkeeping, kept in the raw source and counted.
 """
@@ -34,8 +40,9 @@ from .blocks import (
     text_block,
 )
 from .builder import SessionBuilder
+from .provider_compaction import COMPACTION_BLOCK_TYPES, PROVIDER_TRIGGER, provider_compaction
 from .source import Source, parse_json_line
-from .types import ImportedMessage, ImportedSession
+from .types import ImportedCompaction, ImportedMessage, ImportedSession
 
 __all__ = ["parse_codex"]
 
@@ -53,7 +60,9 @@ _OUTPUTS: Final = frozenset(
     }
 )
 #: Response item types an early rollout writes without the `{type, payload}` wrapper.
-_BARE_ITEMS: Final = _CALLS | _SERVER_CALLS | _OUTPUTS | {"message", "reasoning"}
+_BARE_ITEMS: Final = (
+    _CALLS | _SERVER_CALLS | _OUTPUTS | COMPACTION_BLOCK_TYPES | {"message", "reasoning"}
+)
 #: First words of user messages Codex injects itself (instructions, environment, aborts).
 _INJECTED: Final = (
     "<environment_context>",
@@ -96,6 +105,8 @@ class _Rollout:
         self._size = 0
         self._calls: set[str] = set()
         self._answered: set[str] = set()
+        self._opaque: ImportedCompaction | None = None  # the last provider compaction point
+        self._opaque_at = -1
 
     # -- lines ---------------------------------------------------------------------------
 
@@ -173,6 +184,8 @@ class _Rollout:
             self._assistant_block(block, item, when, size)
         elif kind in _OUTPUTS:
             self._output(item, when, size)
+        elif kind in COMPACTION_BLOCK_TYPES:
+            self._provider_compaction(item, when)
         elif kind == "agent_message":
             self._flush()
             author = item.get("author") or "another agent"
@@ -258,21 +271,53 @@ class _Rollout:
         self._results.message["content"].append(block)
         self._size += size
 
+    def _provider_compaction(self, item: Mapping[str, Any], when: Any) -> None:
+        """A Responses `compaction` item: the server compacted; its summary is opaque."""
+        self._flush()
+        found = provider_compaction(item, "openai")
+        self._opaque = self.builder.mark_provider_compaction(
+            found, parse_time(when), str(item.get("id") or "")
+        )
+        self._opaque_at = self.builder.message_count
+
     def _compacted(self, payload: Mapping[str, Any], when: Any) -> None:
         self._flush()
+        if self._opaque is not None and self._opaque_at == self.builder.message_count:
+            self._merge_compacted(self._opaque, payload)  # the same compaction, recorded twice
+            return
         history = payload.get("replacement_history")
         replacement = _render_history(history) if isinstance(history, list) else ""
-        summary = payload.get("message") if isinstance(payload.get("message"), str) else ""
+        message = payload.get("message")
+        summary = message if isinstance(message, str) else ""
         raw = {k: v for k, v in payload.items() if k not in {"replacement_history", "message"}}
         if isinstance(history, list):
             raw["replacement_history_items"] = len(history)
+        remote = _last_compaction_item(history) if not summary.strip() else None
+        if remote is not None:  # a remote (server-side) compaction: its summary is opaque
+            summary = provider_compaction(remote, "openai").summary
+            raw.update(provider="openai", opaque=True)
         self.builder.mark_compaction(
             summary=(summary or replacement).strip(),
             created_at=parse_time(when),
+            trigger=PROVIDER_TRIGGER if remote is not None else "",
             context_content=[text_block(replacement)] if replacement.strip() else None,
             original_id=str(payload.get("window_id") or ""),
             raw=raw,
         )
+
+    def _merge_compacted(self, found: ImportedCompaction, payload: Mapping[str, Any]) -> None:
+        """Give a provider compaction point the `compacted` line that followed it."""
+        history = payload.get("replacement_history")
+        replacement = _render_history(history) if isinstance(history, list) else ""
+        if replacement.strip():
+            found.context_content = [text_block(replacement)]
+        message = payload.get("message")
+        if isinstance(message, str) and message.strip():
+            found.summary = message.strip()
+        found.raw["compacted"] = {
+            k: v for k, v in payload.items() if k not in {"replacement_history", "message"}
+        }
+        self._opaque = None
 
     def _flush(self) -> None:
         if self._reply is not None:
@@ -361,6 +406,13 @@ def _output_content(item: Mapping[str, Any]) -> Any:
     return json.dumps(output, ensure_ascii=False) if output is not None else ""
 
 
+def _last_compaction_item(history: Any) -> Mapping[str, Any] | None:
+    """The last provider compaction item of a replacement history, if any."""
+    items = history if isinstance(history, list) else []
+    found = [i for i in items if isinstance(i, Mapping) and i.get("type") in COMPACTION_BLOCK_TYPES]
+    return found[-1] if found else None
+
+
 def _render_history(history: list[Any]) -> str:
     """Codex's replacement history as one readable text (the context after compaction)."""
     parts: list[str] = []
@@ -376,6 +428,6 @@ def _render_history(history: list[Any]) -> str:
                 text = f"{text}\n{IMAGE_MISSING_TEXT}".strip()
             if text:
                 parts.append(f"[{item.get('role', 'user')}]\n{text}")
-        elif item.get("type") == "compaction_summary" or item.get("type") == "compaction":
-            parts.append("[earlier compaction: encrypted summary]")
+        elif item.get("type") in COMPACTION_BLOCK_TYPES:
+            parts.append(provider_compaction(item, "openai").summary)
     return "\n\n".join(parts)

@@ -54,10 +54,20 @@ _CLAUDE_TYPES: Final = frozenset(
         "custom-title",
         "ai-title",
         "last-prompt",
+        "cost-state",
+        "api-request",
+        "api-request-blob",
+        "api-request-shape",
+        "tools-used",
+        "mode",
+        "agent-name",
+        "worktree-state",
     }
 )
 _CLAUDE_KEYS: Final = ("parentUuid", "sessionId", "leafUuid", "isSidechain")
-_ANTHROPIC_BLOCKS: Final = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+_ANTHROPIC_BLOCKS: Final = frozenset(
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "compaction"}
+)
 _OPENAI_ROLES: Final = frozenset({"tool", "function", "developer"})
 _OPENAI_PARTS: Final = frozenset({"image_url", "input_text", "input_audio", "refusal"})
 
@@ -128,13 +138,17 @@ def detect_document(value: Any) -> str | None:
 
 
 def _message_list_format(messages: list[Any], *, default: str) -> str:
+    # A `role: "system"` message is only a hint (Claude Code's recorded Anthropic requests
+    # carry them too): the blocks decide when they say something.
+    system_role = False
     for message in messages:
         if not isinstance(message, Mapping):
             continue
         if message.get("role") in _OPENAI_ROLES or "tool_calls" in message:
             return "openai"
-        if message.get("role") == "system":
-            return "openai"
+        if message.get("type") == "compaction" and "role" not in message:
+            return "openai"  # an OpenAI Responses compaction item
+        system_role = system_role or message.get("role") == "system"
         content = message.get("content")
         if isinstance(content, list):
             for block in content:
@@ -145,7 +159,7 @@ def _message_list_format(messages: list[Any], *, default: str) -> str:
                     return "openai"
                 if kind == "image" and isinstance(block.get("source"), Mapping):
                     return "anthropic"
-    return default
+    return "openai" if system_role else default
 
 
 def _is_event_stream(items: list[Any]) -> bool:

@@ -2,7 +2,9 @@
 
 `tool_calls` (JSON-string arguments) become tool_use blocks, `role: "tool"` messages become
 tool_result blocks in one user message, `reasoning_content` becomes a thinking block, and
-content parts (text, image_url) become blocks. Also used for SWE-agent histories.
+content parts (text, image_url) become blocks. An OpenAI Responses `compaction` item (no
+role, `encrypted_content`) among the messages is a compaction point with an opaque summary
+(provider_compaction.py). Also used for SWE-agent histories.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from .blocks import (
 )
 from .builder import SessionBuilder
 from .errors import TranscriptError
+from .provider_compaction import COMPACTION_BLOCK_TYPES, provider_compaction
 from .types import ImportedMessage, ImportedSession
 
 __all__ = ["OpenAIConverter", "parse_openai"]
@@ -69,6 +72,14 @@ class OpenAIConverter:
                 self.builder.skip(number, f"messages[{number - 1}] is not an object")
                 continue
             role = raw.get("role")
+            if role is None and raw.get("type") in COMPACTION_BLOCK_TYPES:
+                self._flush()  # an OpenAI Responses compaction item: opaque summary
+                self.builder.mark_provider_compaction(
+                    provider_compaction(raw, "openai"),
+                    parse_time(raw.get("timestamp") or raw.get("created_at")),
+                    str(raw.get("id") or ""),
+                )
+                continue
             if role in {"tool", "function"}:
                 self._tool_result(raw, number)
                 continue

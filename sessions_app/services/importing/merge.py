@@ -29,6 +29,7 @@ from compaction import SUMMARY_KEY, message_token_counts
 
 from ...importers import ImportedCompaction, ImportedMessage, ImportedSession
 from ...importers.builder import move_system_into_conversation
+from ...importers.claude_code_records import latest_metadata
 from ...models import Compaction, ContextEntry, Message, Session
 from ..archives import ArchivedEntry
 from ..policies import default_profile
@@ -333,6 +334,9 @@ class _Merger:
                 **session.metadata,
                 "spawned_agents": {**session.metadata.get("spawned_agents", {}), **spawned},
             }
+        latest = latest_metadata(imported.metadata)  # cost, last prompt, ...: newest wins
+        if latest:
+            session.metadata = {**session.metadata, **latest}
         if not (self.added or self.updated or self.compacted):
             session.save(update_fields=["model", "title", "metadata"])
             return
