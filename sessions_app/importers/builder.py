@@ -117,7 +117,7 @@ class SessionBuilder:
         self._tail.usage = dict(usage)
         return True
 
-    def mark_compaction(
+    def mark_compaction(  # noqa: PLR0913 (keyword-only fields of one compaction record)
         self,
         *,
         summary: str = "",

@@ -110,7 +110,8 @@ class _Rollout:
 
     # -- lines ---------------------------------------------------------------------------
 
-    def line(self, number: int, record: dict[str, Any], size: int) -> None:
+    # `number` is part of the line readers' shared signature (Claude Code's uses it).
+    def line(self, number: int, record: dict[str, Any], size: int) -> None:  # noqa: ARG002
         kind = record.get("type")
         payload = record.get("payload")
         when = record.get("timestamp")
