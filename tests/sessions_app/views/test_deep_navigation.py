@@ -35,7 +35,7 @@ def test_summary_renders_markdown_beside_its_raw_text(
     assert "<h2>Done</h2>" in formatted
     assert "<li>guard in <code>src/parser.py</code></li>" in formatted
     assert "<pre><code>make test\n</code></pre>" in formatted
-    raw = html.split('class="text summary-text summary-raw"', 1)[1].split("</pre>", 1)[0]
+    raw = html.split('class="text summary-raw"', 1)[1].split("</pre>", 1)[0]
     assert "hidden" in raw.split(">", 1)[0]
     assert "## Done\n\n- guard in `src/parser.py`" in raw
     assert "&lt;script&gt;x()&lt;/script&gt;" in raw
