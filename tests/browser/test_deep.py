@@ -106,3 +106,22 @@ def test_a_link_to_a_nested_compaction_opens_it_on_load(
 
     page.locator(f"#c{outer}-originals #compaction-{inner}").wait_for()
     page.wait_for_function(f"() => document.activeElement.id === 'compaction-{inner}'")
+
+
+def test_a_long_markdown_summary_and_its_losses_fit_a_phone(
+    page: Any, live_server: Any, browser_session: Any
+) -> None:
+    outer = browser_session.outer
+    long_line = "x" * 300
+    summary = f"{MARKDOWN}\n\n```\n{long_line}\n```\n\n| a | b |\n|---|---|\n| {long_line} | 1 |"
+    Compaction.objects.filter(pk=outer.pk).update(summary=summary)
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_session(page, live_server, browser_session)
+
+    page.locator(f"#compaction-{outer.number} > .marker-row button.expander").first.click()
+    lost = page.locator(f"[data-lost='{outer.number}']")
+    page.locator(f"#c{outer.number}-lost").scroll_into_view_if_needed()
+    lost.wait_for()
+    wait_for_htmx_idle(page)
+
+    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
