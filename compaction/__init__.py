@@ -69,6 +69,7 @@ from .results import (
     StepReport,
     TruncateResult,
 )
+from .retention import extract_identifiers, measure_recall
 from .session_compactor import Compactor
 from .smart_truncate import smart_truncate
 from .summarizers import (
@@ -141,6 +142,7 @@ __all__ = [
     "count_tokens",
     "ensure_valid",
     "errors",
+    "extract_identifiers",
     "fold_file",
     "fold_files",
     "get_encoding",
@@ -148,6 +150,7 @@ __all__ = [
     "is_meta",
     "is_summary_message",
     "make_summary_message",
+    "measure_recall",
     "merge_adjacent_roles",
     "message_token_counts",
     "message_tokens",

@@ -86,6 +86,15 @@ class CompactionTree(SharedTree):
         """The tree of one session's compactions."""
         return cls(session_compactions(session))
 
+    def path_to(self, compaction: Compaction) -> list[int]:
+        """The numbers of the markers enclosing `compaction`, outermost first, then its own."""
+        path = [compaction.number]
+        parent = self.parent(compaction)
+        while parent is not None and len(path) <= len(self.active):
+            path.append(parent.number)
+            parent = self.parent(parent)
+        return path[::-1]
+
     def marker(self, compaction: Compaction) -> MarkerView:
         """The marker row of `compaction`."""
         return MarkerView(

@@ -5,13 +5,14 @@ from __future__ import annotations
 import uuid
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from sessions_app.selectors import history as history_reads
 from sessions_app.selectors.files import offloaded_file
 from sessions_app.selectors.history import message_at
+from sessions_app.selectors.retention import lost_identifiers
 from sessions_app.services.errors import NotFound
 from sessions_app.viewmodels.blocks import build_message_views, result_text
 from sessions_app.viewmodels.history import CompactionTree, history_window, parse_bound
@@ -20,7 +21,9 @@ from .common import owned_compaction, owned_session
 from .failures import service_errors
 
 __all__ = [
+    "compaction_lost",
     "compaction_originals",
+    "compaction_path",
     "compaction_summary",
     "history_gap",
     "message_full",
@@ -32,6 +35,8 @@ __all__ = [
 HISTORY = "sessions/_history.html"
 #: At most this many messages in one range request (the compare tab's folded runs).
 MAX_RANGE = 200
+#: At most this many lost identifiers listed under a summary (the count says the rest).
+MAX_LOST_SHOWN = 60
 
 
 def _seq_param(request: HttpRequest, name: str) -> int:
@@ -70,6 +75,32 @@ def compaction_summary(request: HttpRequest, session_id: uuid.UUID, number: int)
         "revertable": tree.is_top_level(compaction),
     }
     return render(request, f"{HISTORY}#summary", context)
+
+
+@login_required
+@require_GET
+@service_errors
+def compaction_lost(request: HttpRequest, session_id: uuid.UUID, number: int) -> HttpResponse:
+    """What the summary lost: the identifiers of the originals it does not mention."""
+    compaction = owned_compaction(request, session_id, number)
+    context = {
+        "session": compaction.session,
+        "compaction": compaction,
+        "lost": lost_identifiers(compaction),
+        "shown": MAX_LOST_SHOWN,
+    }
+    return render(request, f"{HISTORY}#lost", context)
+
+
+@login_required
+@require_GET
+@service_errors
+def compaction_path(request: HttpRequest, session_id: uuid.UUID, number: int) -> JsonResponse:
+    """The markers to open, outermost first, to reach compaction `number` in the history:
+    `{"path": [5, 4, 3]}` (just `[number]` for a top-level one)."""
+    compaction = owned_compaction(request, session_id, number)
+    tree = CompactionTree.for_session(compaction.session)
+    return JsonResponse({"path": tree.path_to(compaction)})
 
 
 @login_required

@@ -112,3 +112,9 @@ def test_the_grouped_options_and_the_caller_summary_are_public(name: str) -> Non
 def test_the_shared_message_helpers_are_public(name: str) -> None:
     """The web app's exporters, importers and viewmodels use the engine's one copy of each."""
     assert name in compaction.__all__
+
+
+@pytest.mark.parametrize("name", ["extract_identifiers", "measure_recall"])
+def test_the_retention_check_is_public(name: str) -> None:
+    """The history's "what was lost" list uses the engine's own retention check."""
+    assert name in compaction.__all__

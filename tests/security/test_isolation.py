@@ -59,6 +59,8 @@ PAGE_MATRIX: list[tuple[str, str]] = [
     ("GET", "/sessions/{session_id}/compactions/{number}/summary/"),
     ("GET", "/sessions/{session_id}/compactions/{number}/originals/"),
     ("GET", "/sessions/{session_id}/compactions/{number}/compare/"),
+    ("GET", "/sessions/{session_id}/compactions/{number}/lost/"),
+    ("GET", "/sessions/{session_id}/compactions/{number}/path/"),
     ("POST", "/sessions/{session_id}/compactions/{number}/revert/"),
     ("POST", "/sessions/{session_id}/compact/preview/"),
     ("POST", "/sessions/{session_id}/compact/"),

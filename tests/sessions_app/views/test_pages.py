@@ -36,6 +36,8 @@ def session_urls(ui: UiSession) -> list[str]:
         reverse("ui:compaction_summary", args=[pk, n]),
         reverse("ui:compaction_originals", args=[pk, n]),
         reverse("ui:compaction_compare", args=[pk, n]),
+        reverse("ui:compaction_lost", args=[pk, n]),
+        reverse("ui:compaction_path", args=[pk, n]),
     ]
 
 

@@ -1,0 +1,127 @@
+"""Deep navigation in a real browser: a summary's Markdown and raw text, what it lost, a
+timeline drop that opens the markers down to a nested compaction, the sticky path and the
+collapse button."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sessions_app.models import Compaction
+
+from .conftest import Watch, login, wait_for_htmx_idle
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.xdist_group("browser"),
+]
+
+MARKDOWN = (
+    "## Where we are\n\n- parser guard in `src/parser.py`\n- tests pass\n\n"
+    "```\nmake test\n```\n\n<script>window.__pwned = 1</script> [x](javascript:window.__pwned=2)"
+)
+
+
+def open_session(page: Any, live_server: Any, session: Any, suffix: str = "") -> None:
+    login(page, live_server.url)
+    page.goto(f"{live_server.url}/sessions/{session.session.pk}/{suffix}")
+    page.wait_for_selector("#history")
+
+
+def test_summary_markdown_and_its_raw_text(
+    page: Any, live_server: Any, browser_session: Any, watch: Watch
+) -> None:
+    outer = browser_session.outer
+    Compaction.objects.filter(pk=outer.pk).update(summary=MARKDOWN)
+    open_session(page, live_server, browser_session)
+
+    page.locator(f"#compaction-{outer.number} > .marker-row button.expander").first.click()
+    formatted = page.locator(f"#c{outer.number}-summary-md")
+    formatted.locator("h2").wait_for()
+    assert formatted.locator("h2").inner_text() == "Where we are"
+    assert formatted.locator("li code").first.inner_text() == "src/parser.py"
+    assert formatted.locator("pre code").inner_text().strip() == "make test"
+    assert formatted.locator("script, a[href^='javascript']").count() == 0
+    lost = page.locator(f"[data-lost='{outer.number}']")
+    lost.wait_for()
+    assert "What was lost" in lost.inner_text()
+
+    toggle = page.locator(f"#c{outer.number}-summary [data-raw-toggle]")
+    toggle.click()
+    raw = page.locator(f"#c{outer.number}-summary-raw")
+    assert raw.is_visible()
+    assert not formatted.is_visible()
+    assert raw.inner_text().startswith("## Where we are")
+    assert toggle.get_attribute("aria-pressed") == "true"
+    toggle.click()
+    assert formatted.is_visible()
+    assert not raw.is_visible()
+    assert page.evaluate("window.__pwned") is None
+    assert watch.errors == []
+
+
+def test_a_timeline_drop_opens_the_markers_down_to_a_nested_compaction(
+    page: Any, live_server: Any, browser_session: Any, watch: Watch
+) -> None:
+    outer, inner = browser_session.outer.number, browser_session.inner.number
+    open_session(page, live_server, browser_session)
+    assert page.locator(f"#compaction-{inner}").count() == 0  # not on the page yet
+
+    page.locator(f"svg.timeline-chart a.drop[href='#compaction-{inner}'] .drop-label").click()
+
+    target = page.locator(f"#c{outer}-originals #compaction-{inner}")
+    target.wait_for()
+    page.wait_for_function(f"() => document.activeElement.id === 'compaction-{inner}'")
+    assert target.is_visible()
+    assert page.url.endswith(f"#compaction-{inner}")
+    wait_for_htmx_idle(page)
+
+    # Reading inside the nested marker: the sticky path names the markers around it.
+    page.locator(f"#c{outer}-originals button[aria-controls='c{inner}-originals']").click()
+    first = browser_session.inner.first_seq
+    page.locator(f"#c{inner}-originals article[data-seq='{first}']").scroll_into_view_if_needed()
+    page.locator(f"#c{inner}-originals article[data-seq='{first}']").evaluate(
+        "node => node.scrollIntoView({block: 'start'})"
+    )
+    bar = page.locator("#history > .deep-path")
+    page.wait_for_function(
+        "() => document.querySelector('#history > .deep-path') !== null &&"
+        " !document.querySelector('#history > .deep-path').hidden"
+    )
+    assert bar.inner_text().split() == [f"#{outer}", "\u203a", f"#{inner}"]
+
+    # The collapse button at the bottom of the open marker folds it again.
+    page.locator(f"[data-collapse-marker='{inner}']").click()
+    assert not page.locator(f"#c{inner}-originals").is_visible()
+    assert watch.errors == []
+
+
+def test_a_link_to_a_nested_compaction_opens_it_on_load(
+    page: Any, live_server: Any, browser_session: Any
+) -> None:
+    outer, inner = browser_session.outer.number, browser_session.inner.number
+    open_session(page, live_server, browser_session, f"?tab=history#compaction-{inner}")
+
+    page.locator(f"#c{outer}-originals #compaction-{inner}").wait_for()
+    page.wait_for_function(f"() => document.activeElement.id === 'compaction-{inner}'")
+
+
+def test_a_long_markdown_summary_and_its_losses_fit_a_phone(
+    page: Any, live_server: Any, browser_session: Any
+) -> None:
+    outer = browser_session.outer
+    long_line = "x" * 300
+    summary = f"{MARKDOWN}\n\n```\n{long_line}\n```\n\n| a | b |\n|---|---|\n| {long_line} | 1 |"
+    Compaction.objects.filter(pk=outer.pk).update(summary=summary)
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_session(page, live_server, browser_session)
+
+    page.locator(f"#compaction-{outer.number} > .marker-row button.expander").first.click()
+    lost = page.locator(f"[data-lost='{outer.number}']")
+    page.locator(f"#c{outer.number}-lost").scroll_into_view_if_needed()
+    lost.wait_for()
+    wait_for_htmx_idle(page)
+
+    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
