@@ -36,10 +36,11 @@ from ..storage import BLOB_PREFIX, DjangoStorageBlobStore
 from .archives import ArchiveUnavailable
 from .entries import ENTRY_KEY
 from .errors import InvalidInput, engine_error
+from .failed_attempts import record_failure
 from .policies import policy_for, profile_for, summarizer_for, summary_model
 from .reverting import revert_compaction
 from .sessions import refresh_totals
-from .writeback import CommitMeta, ContextSnapshot, commit_context, record_failure, take_snapshot
+from .writeback import CommitMeta, ContextSnapshot, commit_context, take_snapshot
 
 __all__ = ["CompactionOutcome", "CompactionPreview", "compact_session", "revert_compaction"]
 

@@ -8,7 +8,6 @@ have higher positions and stay after the summary.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,24 +19,19 @@ from django.utils import timezone
 from compaction import SUMMARY_KEY, is_summary_message, message_token_counts, tool_use_ids
 
 from ..models import Compaction, ContextEntry, Session
-from ..nul import strip_nul
 from ..storage import delete_stored_quietly
 from .archives import ArchivedEntry, ArchiveHeader, write_archive
 from .entries import ENTRY_KEY, load_entries, split_message, tagged_message
 from .errors import Conflict, InvariantError
-from .failure_errors import with_failure_error
 
 __all__ = [
     "CommitMeta",
     "ContextSnapshot",
     "commit_context",
     "next_number",
-    "record_failure",
     "refresh_session_totals",
     "take_snapshot",
 ]
-
-logger = logging.getLogger("sessions_app")
 
 
 @dataclass
@@ -137,46 +131,6 @@ def commit_context(
         raise
     snapshot.session.refresh_from_db()
     return compaction
-
-
-def record_failure(
-    session: Session,
-    meta: CommitMeta,
-    reason: str,
-    *,
-    tokens_before: int = 0,
-    messages: int = 0,
-    error: BaseException | None = None,
-) -> Compaction | None:
-    """A failed attempt as a Compaction row (status failed; details["error"] names the error,
-    services/failure_errors.py); the context is untouched. Best effort: logged, else None."""
-    try:
-        with transaction.atomic():
-            locked = Session.objects.select_for_update().get(pk=session.pk)
-            return Compaction.objects.create(
-                session=locked,
-                number=next_number(locked),
-                created_at=timezone.now(),
-                trigger=meta.trigger,
-                strategy=meta.strategy[:64],
-                summarizer=meta.summarizer[:128],
-                model=meta.model[:128],
-                # PostgreSQL stores no NUL; the failure must be recorded all the same.
-                instructions=strip_nul(meta.instructions),
-                tokens_before=tokens_before,
-                tokens_after=tokens_before,
-                messages_before=messages,
-                messages_after=messages,
-                duration_ms=meta.duration_ms,
-                status=Compaction.Status.FAILED,
-                failure_reason=strip_nul(reason[:64]),
-                details=strip_nul(with_failure_error(meta.details, reason, error)),
-            )
-    except Session.DoesNotExist:
-        return None
-    except Exception:
-        logger.exception("could not record a failed compaction", extra={"session": str(session.pk)})
-        return None
 
 
 def next_number(session: Session) -> int:

@@ -10,10 +10,10 @@ from django.core.files.storage import default_storage
 from sessions_app.models import Compaction, ContextEntry, Session
 from sessions_app.services.archives import read_archive
 from sessions_app.services.errors import Conflict, InvariantError, ServiceError
+from sessions_app.services.failed_attempts import record_failure
 from sessions_app.services.writeback import (
     CommitMeta,
     commit_context,
-    record_failure,
     take_snapshot,
 )
 
