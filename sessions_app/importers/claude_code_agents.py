@@ -17,7 +17,7 @@ from .blocks import short_title
 from .source import Source, load_json, open_source, parse_json_line
 from .types import ImportedSession
 
-__all__ = ["attach_agent_files", "find_subagent_files"]
+__all__ = ["agent_meta", "attach_agent_files", "find_subagent_files", "transcript_session_id"]
 
 _AGENT_FILE = re.compile(r"^agent-(.+)\.jsonl$")
 
@@ -35,12 +35,13 @@ def find_subagent_files(path: Path, session_id: str) -> list[Path]:
         found[candidate] = None
     for folder in (path.parent / "subagents", path.parent):
         for candidate in sorted(folder.glob("agent-*.jsonl")):
-            if candidate != path and _session_of(candidate) == session_id and session_id:
+            if candidate != path and transcript_session_id(candidate) == session_id and session_id:
                 found[candidate] = None
     return list(found)
 
 
-def _session_of(path: Path) -> str:
+def transcript_session_id(path: Path) -> str:
+    """The `sessionId` the first lines of a Claude Code transcript name, or ""."""
     try:
         with open(path, "rb") as file:
             for _, raw in zip(range(20), file, strict=False):
@@ -54,7 +55,8 @@ def _session_of(path: Path) -> str:
     return ""
 
 
-def _agent_meta(path: Path) -> dict[str, Any]:
+def agent_meta(path: Path) -> dict[str, Any]:
+    """A subagent transcript's `<name>.meta.json` beside it, or {}."""
     meta_path = path.with_name(path.name.removesuffix(".jsonl") + ".meta.json")
     try:
         value = load_json(meta_path.read_text(encoding="utf-8"))
@@ -75,7 +77,7 @@ def attach_agent_files(
         agent.source_path = str(agent_path)
         match = _AGENT_FILE.match(agent_path.name)
         agent_id = match.group(1) if match else agent.external_id
-        meta = _agent_meta(agent_path)
+        meta = agent_meta(agent_path)
         agent.external_id = agent_id
         agent.metadata["agent_id"] = agent_id
         if meta:

@@ -26,8 +26,9 @@ from typing import IO, Any, Final
 from django.contrib.auth.models import AbstractBaseUser
 
 from ..importers import ImportedSession, detect_format
+from ..importers.claude_code_agents import agent_meta, transcript_session_id
 from ..importers.parse import parse_source
-from ..importers.source import load_json, open_source
+from ..importers.source import open_source
 from ..models import Session
 from .importing import find_source_session, merge_imported, source_identity, store_imported
 from .importing.cuts import find_cuts
@@ -251,7 +252,7 @@ class _Sync:
         imported.metadata["agent_id"] = agent_id
         spawned = parent.metadata.get("spawned_agents") or {}
         imported.parent_tool_use_id = str(spawned.get(agent_id, ""))
-        meta = _agent_meta(self.path)
+        meta = agent_meta(self.path)
         if meta:
             imported.metadata["agent"] = meta
             if isinstance(meta.get("description"), str) and meta["description"].strip():
@@ -271,7 +272,7 @@ class _Sync:
             found = sessions.filter(source_path=str(candidate)).first()
             if found is not None:
                 return found
-        session_id = _session_id(self.path)
+        session_id = transcript_session_id(self.path)
         if not session_id:
             return None
         return sessions.filter(source_format="claude_code", external_id=session_id).first()
@@ -286,27 +287,3 @@ def link_subagents(session: Session) -> None:
         tool_id = spawned.get(child.external_id)
         if isinstance(tool_id, str) and tool_id:
             Session.objects.filter(pk=child.pk).update(parent_tool_use_id=tool_id[:200])
-
-
-def _session_id(path: Path) -> str:
-    try:
-        with open(path, "rb") as file:
-            for _, raw in zip(range(20), file, strict=False):
-                try:
-                    record = load_json(raw.decode("utf-8", "replace"))
-                except ValueError:
-                    continue
-                if isinstance(record, dict) and isinstance(record.get("sessionId"), str):
-                    return str(record["sessionId"])
-    except OSError:
-        return ""
-    return ""
-
-
-def _agent_meta(path: Path) -> dict[str, Any]:
-    meta_path = path.with_name(path.name.removesuffix(".jsonl") + ".meta.json")
-    try:
-        value = load_json(meta_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
