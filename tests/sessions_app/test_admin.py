@@ -13,7 +13,7 @@ from django.forms.models import model_to_dict
 from django.test import Client
 
 from compaction.summarizers.scripted import ScriptedSummarizer
-from sessions_app.admin import CompactionProfileForm
+from sessions_app.admin_forms import RATIO_FIELDS, CompactionProfileForm, percent_text
 from sessions_app.models import ApiKey, Compaction, CompactionProfile, SummarizerConfig
 from sessions_app.services.auto import prepare_context
 from sessions_app.services.session_compaction import compact_session
@@ -32,10 +32,12 @@ def admin_client(db: Any) -> Client:
 
 
 def form_data(profile: CompactionProfile, **changes: Any) -> dict[str, Any]:
+    """The profile as its admin form posts it: ratios as percentages, steps as checkboxes."""
     data = model_to_dict(profile)
     data.pop("id", None)
-    for key in ("steps", "file_view_tools"):
-        data[key] = json.dumps(data[key])
+    data["file_view_tools"] = json.dumps(data["file_view_tools"])
+    for name in RATIO_FIELDS:
+        data[name] = percent_text(data[name])
     data.update(changes)
     # A form posts an empty value for None (hard_limit, summarizer_config), and omits False.
     return {k: "" if v is None else v for k, v in data.items() if v is not False}
@@ -45,14 +47,14 @@ def form_data(profile: CompactionProfile, **changes: Any) -> dict[str, Any]:
     ("changes", "field"),
     [
         ({"trigger_ratio": 0}, "trigger_ratio"),
-        ({"trigger_ratio": 1.5}, "trigger_ratio"),
-        ({"tail_retention_ratio": -0.1}, "tail_retention_ratio"),
-        ({"tail_retention_ratio": 1.5}, "tail_retention_ratio"),
+        ({"trigger_ratio": 150}, "trigger_ratio"),
+        ({"tail_retention_ratio": -10}, "tail_retention_ratio"),
+        ({"tail_retention_ratio": 150}, "tail_retention_ratio"),
         ({"middle_end": 0, "middle_start": 0}, "middle_end"),
         ({"keep_recent_messages": -1}, "keep_recent_messages"),
         ({"hard_limit": 1000}, "hard_limit"),  # under 0.92 x 200000
-        ({"steps": '["summary", "dance"]'}, "steps"),
-        ({"middle_start": 0.9, "middle_end": 0.5}, "middle_start"),
+        ({"steps": ["summary", "dance"]}, "steps"),
+        ({"middle_start": 90, "middle_end": 50}, "middle_start"),
     ],
 )
 def test_invalid_profiles_get_field_errors(changes: dict[str, Any], field: str) -> None:
@@ -107,7 +109,7 @@ def test_an_invalid_admin_change_is_refused(admin_client: Client, make_profile: 
         form_data(profile, trigger_ratio=0),
     )
     assert response.status_code == 200
-    assert "Must be a ratio in (0, 1]" in response.content.decode()
+    assert "Must be a percentage in (0, 100]" in response.content.decode()
     profile.refresh_from_db()
     assert profile.trigger_ratio != 0
 
