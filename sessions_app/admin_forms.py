@@ -94,8 +94,8 @@ HELP_TEXTS: Final[dict[str, str]] = {
 
 
 def percent_text(ratio: float) -> str:
-    """A 0..1 ratio as a percentage number without noise: 0.92 -> "92", 1/6 -> "16.666667"."""
-    return f"{round(ratio * 100, 6):g}"
+    """A 0..1 ratio as a percentage of six significant digits: 0.92 -> "92", 1/6 -> "16.6667"."""
+    return f"{ratio * 100:g}"
 
 
 class PercentField(forms.FloatField):
