@@ -54,9 +54,9 @@ HELP_TEXTS: Final[dict[str, str]] = {
     "(1 = counts as measured; 1.5 = counts taken 50% larger).",
     "cooldown_seconds": "Seconds after a failed summary during which automatic "
     "compactions are skipped (0 = no cooldown).",
-    "steps": "Steps compaction runs, in this order; each stops the chain once the context "
-    "is under the threshold. None checked: the default chain "
-    "(prune, summarize, smart truncation, hard truncation).",
+    "steps": "The steps compaction may run, always in the order listed; the truncation "
+    "fallbacks run only while the context is still too large. None checked: the default "
+    "chain (prune, summarize, smart truncation, hard truncation).",
     "tail_retention_ratio": "% of the context limit kept verbatim as the recent tail; "
     "0 = a tail of exactly the number of recent messages below.",
     "keep_recent_messages": "Messages: the fewest newest messages always kept verbatim.",
@@ -68,8 +68,9 @@ HELP_TEXTS: Final[dict[str, str]] = {
     "retry_backoff_seconds": "Seconds before the first retry, doubled for each next one "
     "(at most 60).",
     "summary_timeout_seconds": "Seconds one summary request may take (at most 600).",
-    "min_recall": "% of the identifiers (paths, functions, errors) of the summarized "
-    "messages the summary must keep; below it the summary is asked for again.",
+    "min_recall": "% of the identifiers (paths, errors, requests) of the summarized messages "
+    "the summary must keep; below it the summarizer is asked once more and the better "
+    "summary is kept.",
     "tool_blocks_keep_recent": "Tool call blocks: the newest ones never pruned.",
     "tool_call_threshold": "Tokens: an older tool call's input over this is cut to a preview.",
     "tool_result_threshold": "Tokens: an older tool result over this is cut to a preview.",
