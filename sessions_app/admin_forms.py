@@ -22,6 +22,14 @@ RATIO_FIELDS: Final[dict[str, bool]] = {
     "middle_start": False,
     "middle_end": True,
 }
+#: The ratio fields' labels, which say what the percentage is of.
+RATIO_LABELS: Final[dict[str, str]] = {
+    "trigger_ratio": "Compact at (% of context limit)",
+    "tail_retention_ratio": "Recent tail (% of context limit)",
+    "min_recall": "Minimum recall (%)",
+    "middle_start": "Truncated middle starts at (%)",
+    "middle_end": "Truncated middle ends at (%)",
+}
 
 #: What each step does, as shown beside its checkbox (docs/behaviour.md).
 STEP_LABELS: Final[dict[str, str]] = {
@@ -163,7 +171,7 @@ class CompactionProfileForm(forms.ModelForm):  # type: ignore[type-arg]
         for name, open_low in RATIO_FIELDS.items():
             self.fields[name] = PercentField(
                 open_low=open_low,
-                label=f"{name.replace('_', ' ')} (%)".capitalize(),
+                label=RATIO_LABELS[name],
                 help_text=HELP_TEXTS[name],
             )
         # An empty chain means the engine's default one: show the steps that actually run.
