@@ -6,71 +6,22 @@ import json
 import os
 from typing import Any
 
-from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html
 
-from compaction import PolicyError
-
+from .admin_forms import CompactionProfileForm, percent_text
 from .models import ApiKey, Compaction, CompactionJob, CompactionProfile, Session, SummarizerConfig
 from .services.archives import ArchiveUnavailable, read_archive
-
-#: Fields that are ratios in (0, 1].
-RATIO_FIELDS = ("trigger_ratio", "middle_end")
-#: Ratios that may also be 0. tail_retention_ratio 0: a count-only tail, exactly
-#: keep_recent_messages messages (the auto-compression preset).
-ZERO_RATIO_FIELDS = ("tail_retention_ratio", "min_recall", "middle_start")
-
-
-class CompactionProfileForm(forms.ModelForm):  # type: ignore[type-arg]
-    """A profile form whose clean() builds the engine Policy: its errors become field errors."""
-
-    class Meta:
-        model = CompactionProfile
-        fields = (
-            "name",
-            "description",
-            "is_default",
-            "summarizer",
-            "summarizer_config",
-            "proxy_mode",
-            *CompactionProfile.POLICY_FIELDS,
-        )
-
-    def clean(self) -> dict[str, Any]:
-        cleaned: dict[str, Any] = super().clean() or {}
-        for name in RATIO_FIELDS:
-            value = cleaned.get(name)
-            if value is not None and not 0 < value <= 1:
-                self.add_error(name, "Must be a ratio in (0, 1].")
-        for name in ZERO_RATIO_FIELDS:
-            value = cleaned.get(name)
-            if value is not None and not 0 <= value <= 1:
-                self.add_error(name, "Must be a ratio in [0, 1].")
-        if self.errors:
-            return cleaned
-        candidate = CompactionProfile(
-            **{
-                name: cleaned.get(name, getattr(self.instance, name))
-                for name in ("name", *CompactionProfile.POLICY_FIELDS)
-            }
-        )
-        try:
-            candidate.to_policy()
-        except PolicyError as error:
-            message = str(error).split(": ", 1)[-1]
-            field = error.field if error.field in self.fields else None
-            self.add_error(field, message)
-        except (TypeError, ValueError) as error:
-            self.add_error(None, str(error))
-        return cleaned
 
 
 @admin.register(CompactionProfile)
 class CompactionProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Profiles in sections named for what they do; ratios as percentages
+    (sessions_app/admin_forms.py)."""
+
     form = CompactionProfileForm
     list_display = (
         "name",
@@ -78,7 +29,7 @@ class CompactionProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "enabled",
         "summarizer",
         "context_limit",
-        "trigger_ratio",
+        "trigger_percent",
         "hard_limit",
         "keep_recent_messages",
         "updated_at",
@@ -86,51 +37,40 @@ class CompactionProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_editable = ("enabled",)
     search_fields = ("name", "description")
     fieldsets = (
+        ("Profile", {"fields": ("name", "description", "is_default", "enabled")}),
         (
-            None,
+            "When to compact",
             {
                 "fields": (
-                    "name",
-                    "description",
-                    "is_default",
-                    "enabled",
-                    "summarizer",
-                    "summarizer_config",
-                    "proxy_mode",
-                )
-            },
-        ),
-        (
-            "Trigger",
-            {
-                "fields": (
-                    "encoding",
                     "context_limit",
                     "trigger_ratio",
                     "hard_limit",
+                    "encoding",
                     "safety_factor",
-                    "steps",
+                    "cooldown_seconds",
                 )
             },
         ),
+        ("Steps", {"fields": ("steps",)}),
+        ("What to keep", {"fields": ("tail_retention_ratio", "keep_recent_messages")}),
         (
-            "Partition and summary",
+            "Summary",
             {
                 "fields": (
-                    "tail_retention_ratio",
-                    "keep_recent_messages",
-                    "summary_max_tokens",
+                    "summarizer",
+                    "summarizer_config",
                     "summary_model",
+                    "summary_max_tokens",
+                    "summary_input_limit",
                     "max_retries",
                     "retry_backoff_seconds",
                     "summary_timeout_seconds",
-                    "summary_input_limit",
                     "min_recall",
                 )
             },
         ),
         (
-            "Selective pruning and cooldown",
+            "Pruning old tool output",
             {
                 "fields": (
                     "tool_blocks_keep_recent",
@@ -138,27 +78,32 @@ class CompactionProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                     "tool_result_threshold",
                     "preview_tokens",
                     "dialogue_rounds_keep_min",
-                    "cooldown_seconds",
                 )
             },
         ),
         (
-            "Folding and smart truncation, offload",
+            "Truncation fallbacks",
             {
                 "fields": (
-                    "fold_max_tokens",
-                    "fold_merge_functions",
-                    "fold_max_line_span",
-                    "fold_seed",
                     "smart_truncate_max_tokens",
                     "middle_start",
                     "middle_end",
                     "file_view_tools",
-                    "offload_min_chars",
+                    "fold_max_tokens",
+                    "fold_merge_functions",
+                    "fold_max_line_span",
+                    "fold_seed",
                 )
             },
         ),
+        ("Offloading", {"fields": ("offload_min_chars",)}),
+        ("Proxy", {"fields": ("proxy_mode",)}),
     )
+
+    @admin.display(description="Trigger", ordering="trigger_ratio")
+    def trigger_percent(self, obj: CompactionProfile) -> str:
+        """The trigger as a percentage of the context limit: "92%"."""
+        return f"{percent_text(obj.trigger_ratio)}%"
 
 
 @admin.register(SummarizerConfig)

@@ -12,8 +12,9 @@ from django.contrib.auth import get_user_model
 from django.forms.models import model_to_dict
 from django.test import Client
 
+from compaction import STEPS, Policy
 from compaction.summarizers.scripted import ScriptedSummarizer
-from sessions_app.admin import CompactionProfileForm
+from sessions_app.admin_forms import RATIO_FIELDS, CompactionProfileForm, percent_text
 from sessions_app.models import ApiKey, Compaction, CompactionProfile, SummarizerConfig
 from sessions_app.services.auto import prepare_context
 from sessions_app.services.session_compaction import compact_session
@@ -32,10 +33,12 @@ def admin_client(db: Any) -> Client:
 
 
 def form_data(profile: CompactionProfile, **changes: Any) -> dict[str, Any]:
+    """The profile as its admin form posts it: ratios as percentages, steps as checkboxes."""
     data = model_to_dict(profile)
     data.pop("id", None)
-    for key in ("steps", "file_view_tools"):
-        data[key] = json.dumps(data[key])
+    data["file_view_tools"] = json.dumps(data["file_view_tools"])
+    for name in RATIO_FIELDS:
+        data[name] = percent_text(data[name])
     data.update(changes)
     # A form posts an empty value for None (hard_limit, summarizer_config), and omits False.
     return {k: "" if v is None else v for k, v in data.items() if v is not False}
@@ -45,14 +48,14 @@ def form_data(profile: CompactionProfile, **changes: Any) -> dict[str, Any]:
     ("changes", "field"),
     [
         ({"trigger_ratio": 0}, "trigger_ratio"),
-        ({"trigger_ratio": 1.5}, "trigger_ratio"),
-        ({"tail_retention_ratio": -0.1}, "tail_retention_ratio"),
-        ({"tail_retention_ratio": 1.5}, "tail_retention_ratio"),
+        ({"trigger_ratio": 150}, "trigger_ratio"),
+        ({"tail_retention_ratio": -10}, "tail_retention_ratio"),
+        ({"tail_retention_ratio": 150}, "tail_retention_ratio"),
         ({"middle_end": 0, "middle_start": 0}, "middle_end"),
         ({"keep_recent_messages": -1}, "keep_recent_messages"),
         ({"hard_limit": 1000}, "hard_limit"),  # under 0.92 x 200000
-        ({"steps": '["summary", "dance"]'}, "steps"),
-        ({"middle_start": 0.9, "middle_end": 0.5}, "middle_start"),
+        ({"steps": ["summary", "dance"]}, "steps"),
+        ({"middle_start": 90, "middle_end": 50}, "middle_start"),
     ],
 )
 def test_invalid_profiles_get_field_errors(changes: dict[str, Any], field: str) -> None:
@@ -107,7 +110,7 @@ def test_an_invalid_admin_change_is_refused(admin_client: Client, make_profile: 
         form_data(profile, trigger_ratio=0),
     )
     assert response.status_code == 200
-    assert "Must be a ratio in (0, 1]" in response.content.decode()
+    assert "Must be a percentage in (0, 100]" in response.content.decode()
     profile.refresh_from_db()
     assert profile.trigger_ratio != 0
 
@@ -274,3 +277,150 @@ def test_a_config_in_use_cannot_be_deleted(admin_client: Client, make_profile: A
     make_profile(summarizer_config=config)
     admin_client.post(f"{CONFIGS}{config.pk}/delete/", {"post": "yes"})
     assert SummarizerConfig.objects.filter(pk=config.pk).exists()
+
+
+PROFILES = "/admin/sessions_app/compactionprofile/"
+
+
+def test_the_profile_form_shows_ratios_as_percentages(admin_client: Client) -> None:
+    profile = CompactionProfile.objects.get(name="balanced")
+    profile.trigger_ratio, profile.middle_start = 0.92, 1 / 6
+    profile.save()
+    page = admin_client.get(f"{PROFILES}{profile.pk}/change/")
+    form = page.context["adminform"].form
+    assert form["trigger_ratio"].value() == "92"
+    assert form["middle_start"].value() == "16.6667"
+    assert 'name="trigger_ratio" value="92"' in page.content.decode()
+    assert (
+        '<td class="field-trigger_percent">92%</td>' in admin_client.get(PROFILES).content.decode()
+    )
+
+
+def test_an_unchanged_rounded_percentage_keeps_its_exact_ratio(admin_client: Client) -> None:
+    profile = CompactionProfile.objects.get(name="balanced")
+    profile.middle_start = 1 / 6
+    profile.save()
+    response = admin_client.post(f"{PROFILES}{profile.pk}/change/", form_data(profile))
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    profile.refresh_from_db()
+    assert profile.middle_start == 1 / 6
+
+
+def test_a_percentage_is_stored_as_a_ratio(admin_client: Client) -> None:
+    profile = CompactionProfile.objects.get(name="balanced")
+    changes = {"trigger_ratio": "80", "tail_retention_ratio": "12.5", "min_recall": "0"}
+    response = admin_client.post(f"{PROFILES}{profile.pk}/change/", form_data(profile, **changes))
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    profile.refresh_from_db()
+    assert (profile.trigger_ratio, profile.tail_retention_ratio, profile.min_recall) == (
+        0.8,
+        0.125,
+        0.0,
+    )
+    assert profile.to_policy().threshold == 160_000
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("trigger_ratio", "150", "Must be a percentage in (0, 100]."),
+        ("trigger_ratio", "0", "Must be a percentage in (0, 100]."),
+        ("min_recall", "-1", "Must be a percentage in [0, 100]."),
+        ("middle_end", "100.5", "Must be a percentage in (0, 100]."),
+    ],
+)
+def test_a_percentage_out_of_range_is_refused_on_its_field(
+    admin_client: Client, field: str, value: str, message: str
+) -> None:
+    profile = CompactionProfile.objects.get(name="balanced")
+    before = getattr(profile, field)
+    response = admin_client.post(
+        f"{PROFILES}{profile.pk}/change/", form_data(profile, **{field: value})
+    )
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    assert list(errors) == [field], errors
+    assert errors[field] == [message]
+    profile.refresh_from_db()
+    assert getattr(profile, field) == before
+
+
+def test_steps_are_checked_from_a_list_and_stored_in_the_engines_order(
+    admin_client: Client,
+) -> None:
+    profile = CompactionProfile.objects.get(name="balanced")
+    url = f"{PROFILES}{profile.pk}/change/"
+    html = admin_client.get(url).content.decode()
+    for step in STEPS:
+        assert f'type="checkbox" name="steps" value="{step}"' in html
+    chosen = ["hard_truncate", "summary", "offload"]
+    response = admin_client.post(url, form_data(profile, steps=chosen))
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    profile.refresh_from_db()
+    assert profile.steps == ["offload", "summary", "hard_truncate"]
+    assert profile.to_policy().steps == ("offload", "summary", "hard_truncate")
+
+
+def test_an_empty_chain_shows_the_default_steps_checked(admin_client: Client) -> None:
+    profile = CompactionProfile.objects.get(name="balanced")
+    profile.steps = []
+    profile.save()
+    form = admin_client.get(f"{PROFILES}{profile.pk}/change/").context["adminform"].form
+    assert form["steps"].value() == list(Policy().steps)
+
+
+#: Each number field's help text names its unit.
+UNITS = (
+    "tokens",
+    "messages",
+    "seconds",
+    "characters",
+    "%",
+    "lines",
+    "rounds",
+    "retries",
+    "blocks",
+    "(x)",
+)
+#: Fields that are not numbers with a unit.
+UNITLESS = (
+    "enabled",
+    "encoding",
+    "summary_model",
+    "fold_merge_functions",
+    "fold_seed",
+    "file_view_tools",
+)
+
+
+def test_profile_sections_say_what_they_do_and_every_field_has_help(
+    admin_client: Client,
+) -> None:
+    profile = CompactionProfile.objects.get(name="balanced")
+    page = admin_client.get(f"{PROFILES}{profile.pk}/change/")
+    adminform = page.context["adminform"]
+    titles = [fieldset.name for fieldset in adminform]
+    assert "When to compact" in titles
+    assert "Truncation fallbacks" in titles
+    for title in titles:
+        assert title
+        assert not re.search(r"seed|spec|\b[A-Z]{1,4}-?\d+\b", title, re.I), title
+    shown = {
+        name for fieldset in adminform for line in fieldset for f in line for name in [f.field.name]
+    }
+    assert set(CompactionProfile.POLICY_FIELDS) <= shown
+    form = adminform.form
+    for name in form.fields:
+        assert form.fields[name].help_text, name
+    for name in CompactionProfile.POLICY_FIELDS:
+        if name in (
+            "enabled",
+            "encoding",
+            "summary_model",
+            "fold_merge_functions",
+            "steps",
+            "file_view_tools",
+        ):
+            continue
+        text = form.fields[name].help_text.lower()
+        assert any(unit in text for unit in UNITS), (name, text)
