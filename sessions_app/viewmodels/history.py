@@ -3,7 +3,8 @@
 A succeeded compaction folds the original messages `first_seq..last_seq` behind a one-line
 marker; the markers nest as the one compaction tree says (sessions_app/compaction_tree.py,
 which the API's history uses too). Reverted and failed compactions fold nothing (they are
-listed in the compaction log).
+listed in the compaction log); a failed attempt is also drawn as a red marker row at the top
+level, in its place in time, with its underlying error (not part of the API's tree).
 
 Histories can be long, so a level of the tree is shown a window at a time: every marker of the
 level in its place, the newest messages of the top level (the oldest inside a marker), and the
@@ -18,7 +19,7 @@ from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from sessions_app.compaction_tree import CompactionTree as SharedTree
 from sessions_app.models import Compaction, Message, Session
@@ -31,6 +32,7 @@ from .blocks import MessageView, build_message_views
 __all__ = [
     "PAGE_SIZE",
     "CompactionTree",
+    "FailedMarkerView",
     "GapView",
     "HistoryWindow",
     "MarkerView",
@@ -78,6 +80,41 @@ class MarkerView:
         return c.last_seq - c.first_seq + 1
 
 
+@dataclass(frozen=True)
+class FailedMarkerView:
+    """A failed compaction attempt, drawn as a red marker row in its place in time.
+
+    It folds nothing; it shows why the attempt failed: the failure reason and the
+    underlying error recorded in `details["error"]` (sessions_app/services/failure_errors.py).
+    """
+
+    compaction: Compaction
+    kind: str = "failed"
+
+    @property
+    def number(self) -> int:
+        """The compaction's number in its session."""
+        return self.compaction.number
+
+    @property
+    def error(self) -> Mapping[str, Any]:
+        """The recorded error (type, message, status, attempts), or an empty mapping."""
+        details = self.compaction.details
+        error = details.get("error") if isinstance(details, Mapping) else None
+        return error if isinstance(error, Mapping) else {}
+
+    @property
+    def reason(self) -> str:
+        """The stable failure reason (e.g. `summarizer_error`), or the error's own."""
+        return self.compaction.failure_reason or str(self.error.get("reason") or "")
+
+    @property
+    def message(self) -> str:
+        """The error's message when it says more than the reason ("" otherwise)."""
+        message = str(self.error.get("message") or "")
+        return "" if message == self.reason else message
+
+
 class CompactionTree(SharedTree):
     """The shared marker tree (sessions_app/compaction_tree.py) with the page's marker rows."""
 
@@ -94,6 +131,12 @@ class CompactionTree(SharedTree):
             path.append(parent.number)
             parent = self.parent(parent)
         return path[::-1]
+
+    @property
+    def failed(self) -> list[Compaction]:
+        """The failed attempts (drawn as top-level rows, never in the tree), by number."""
+        everything = sorted(self.by_number.values(), key=lambda c: c.number)
+        return [c for c in everything if c.status == Compaction.Status.FAILED]
 
     def marker(self, compaction: Compaction) -> MarkerView:
         """The marker row of `compaction`."""
@@ -132,7 +175,7 @@ def _bound(value: float) -> str:
     return str(int(value)) if value == int(value) else str(value)
 
 
-Item = MessageView | MarkerView | GapView
+Item = MessageView | MarkerView | FailedMarkerView | GapView
 
 
 @dataclass
@@ -158,14 +201,40 @@ class HistoryWindow:
 def _marker_keys(session: Session, markers: Sequence[Compaction]) -> list[tuple[float, Compaction]]:
     """Each marker's place in the timeline: its first message, or its time when rangeless."""
     keyed = [(float(c.first_seq), c) for c in markers if c.first_seq is not None]
-    rangeless = [c for c in markers if c.first_seq is None]
-    if rangeless:
-        times = message_times(session)
-        stamps: list[datetime] = [t for t, _ in times]
-        for compaction in rangeless:
-            index = bisect_right(stamps, compaction.created_at)
-            keyed.append(((times[index - 1][1] + 0.5) if index else -0.5, compaction))
+    return keyed + _time_keys(session, [c for c in markers if c.first_seq is None])
+
+
+def _time_keys(session: Session, markers: Sequence[Compaction]) -> list[tuple[float, Compaction]]:
+    """Each marker's place by its time: just after the last message created before it."""
+    if not markers:
+        return []
+    times = message_times(session)
+    stamps: list[datetime] = [t for t, _ in times]
+    keyed = []
+    for compaction in markers:
+        index = bisect_right(stamps, compaction.created_at)
+        keyed.append(((times[index - 1][1] + 0.5) if index else -0.5, compaction))
     return keyed
+
+
+def _level_markers(
+    session: Session,
+    tree: CompactionTree,
+    parent: Compaction | None,
+    lo: float | None,
+    hi: float | None,
+) -> list[tuple[float, MarkerView | FailedMarkerView]]:
+    """The marker rows of one level within (lo, hi), keyed by their place in the timeline.
+
+    A failed attempt is placed by its time, at the top level only: its range (when it
+    recorded one) was never folded, so the messages stay where they were.
+    """
+    keyed: list[tuple[float, MarkerView | FailedMarkerView]] = [
+        (key, tree.marker(c)) for key, c in _marker_keys(session, tree.children(parent))
+    ]
+    if parent is None:
+        keyed += [(key, FailedMarkerView(c)) for key, c in _time_keys(session, tree.failed)]
+    return [(k, row) for k, row in keyed if (lo is None or k > lo) and (hi is None or k < hi)]
 
 
 def _answers_tools(message: Message) -> bool:
@@ -267,17 +336,13 @@ def history_window(
     children = tree.children(parent)
     level = HistoryLevel(session, parent, children)
     window, more = _take(level, lo, hi, direction, limit)
-    keyed = [
-        (key, compaction)
-        for key, compaction in _marker_keys(session, children)
-        if (lo is None or key > lo) and (hi is None or key < hi)
-    ]
+    keyed = _level_markers(session, tree, parent, lo, hi)
     items: list[tuple[float, Item]] = [
         (float(view.seq if view.seq is not None else 0), view)
         for view in build_message_views(window, subagents=links)
     ]
-    markers = [tree.marker(c) for _, c in keyed]
-    items += [(key, marker) for (key, _), marker in zip(keyed, markers, strict=True)]
+    markers = [row for _, row in keyed if isinstance(row, MarkerView)]
+    items += keyed
     if more and window:
         rest_lo: float | None
         rest_hi: float | None

@@ -48,13 +48,30 @@ __all__ = [
 ACTIONS = "sessions/_actions.html"
 #: Rows of the preview's list of messages that would be summarized.
 PREVIEW_ROWS: Final = 30
+#: Longest summary a person may write or edit before applying it.
+MAX_SUMMARY: Final = 100_000
 
 
 class CompactForm(forms.Form):
-    """Compact-now parameters: a profile (default: the session's) and extra instructions."""
+    """Compact-now parameters: a profile (default: the session's) and extra instructions.
+
+    `summary`, when posted (edit before apply, from the dry-run preview), is a summary the
+    person wrote: it replaces the middle instead of a summarizer call. Posted but blank is
+    refused, never read as "no summary".
+    """
 
     profile = forms.CharField(max_length=64, required=False)
     instructions = forms.CharField(max_length=4000, required=False, widget=forms.Textarea)
+    summary = forms.CharField(max_length=MAX_SUMMARY, required=False, widget=forms.Textarea)
+
+    def clean_summary(self) -> str | None:
+        """The stripped summary; None when none was posted; a blank one is an error."""
+        summary: str = self.cleaned_data.get("summary") or ""
+        if "summary" not in self.data:
+            return None
+        if not summary.strip():
+            raise forms.ValidationError("The summary must not be empty.")
+        return summary.strip()
 
 
 class OffloadForm(forms.Form):
@@ -75,10 +92,13 @@ class PreviewRow:
 
 
 def _params(form: CompactForm) -> dict[str, Any]:
-    return {
+    params = {
         "profile": form.cleaned_data["profile"] or None,
         "instructions": form.cleaned_data["instructions"] or None,
     }
+    if form.cleaned_data.get("summary") is not None:
+        params["summary"] = form.cleaned_data["summary"]
+    return params
 
 
 def _valid_form(request: HttpRequest) -> CompactForm:
@@ -86,6 +106,9 @@ def _valid_form(request: HttpRequest) -> CompactForm:
     form = CompactForm(request.POST)
     if not form.is_valid():
         field = next(iter(form.errors), "form")
+        if field == "summary":
+            text = f"The summary must not be empty (at most {MAX_SUMMARY:,} characters)."
+            raise InvalidInput.field("summary", text)
         raise InvalidInput.field(field, "Check the compaction settings.")
     return form
 
@@ -125,6 +148,7 @@ def compact_preview(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse
         "params": params,
         "outcome": outcome,
         "failure": _preview_failure(outcome.reason, outcome.events),
+        "max_summary": MAX_SUMMARY,
     }
     return render(request, f"{ACTIONS}#preview", context)
 
