@@ -69,7 +69,10 @@ def _clear_cache() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _isolated_storage(settings: Any, tmp_path: Any) -> None:
-    """Archives and offloaded files of each test go to its own folder; fast password hashing."""
+    """Archives, offloaded files and stored context responses of each test go to its own
+    folder (another xdist worker clearing its stored responses must not remove these); fast
+    password hashing."""
+    settings.DATA_DIR = str(tmp_path / "data")
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.STORAGES = {
         **settings.STORAGES,
