@@ -120,10 +120,29 @@ def fits(messages: Sequence[Message], budget: int, encoding: str | None = None) 
     A token covers at least one byte, so a transcript of at most `budget` bytes fits
     without being encoded (the usual case, and the cheap one).
     """
-    text = serialize_transcript(messages)
-    if len(text.encode("utf-8", errors="surrogatepass")) <= budget:
+    if _bytes_within(messages, budget):
         return True
-    return count_text_tokens(text, encoding) <= budget
+    return count_text_tokens(serialize_transcript(messages), encoding) <= budget
+
+
+def _bytes_within(messages: Sequence[Message], budget: int) -> bool:
+    """Whether the UTF-8 transcript of `messages` takes at most `budget` bytes.
+
+    Message by message, stopping at the first that crosses `budget`: a large middle is
+    decided after about `budget` bytes, and its whole transcript (several times the
+    history's JSON size as a string) is never built.
+    """
+    total = -2  # no separator before the first message
+    for number, message in enumerate(messages, 1):
+        text = serialize_message(number, message)
+        total += 2 + (len(text) if text.isascii() else _utf8_length(text))
+        if total > budget:
+            return False
+    return True
+
+
+def _utf8_length(text: str) -> int:
+    return len(text.encode("utf-8", errors="surrogatepass"))
 
 
 def fits_costed(
@@ -139,7 +158,7 @@ def fits_costed(
     slack does not, and only in between is the whole transcript counted once more.
     `counts`: the messages' token counts, when known (see `message_costs`).
     """
-    if len(serialize_transcript(messages).encode("utf-8", errors="surrogatepass")) <= budget:
+    if _bytes_within(messages, budget):
         return True, None
     costs = message_costs(messages, encoding, counts)
     total = sum(costs)

@@ -130,6 +130,17 @@ def test_fits_is_exact_around_the_budget():
     assert not fits(messages, tokens - 1)
 
 
+def test_fits_decides_by_utf8_bytes_not_characters():
+    # A Gothic letter is one character, four UTF-8 bytes and four tokens: a check of
+    # characters instead of bytes would call this transcript fitting under its tokens.
+    messages = [user("\U00010348" * 40), user("é and 中 " * 10)]
+    tokens = transcript_tokens(messages)
+
+    assert fits(messages, tokens)
+    assert not fits(messages, tokens - 1)
+    assert not fits_costed(messages, tokens - 1)[0]
+
+
 @CI
 @given(histories(max_rounds=8), st.integers(1, 3000))
 def test_fits_costed_agrees_with_fits_and_gives_the_costs_it_used(messages, budget):
