@@ -62,10 +62,19 @@ def _parse(spec: LanguageSpec, data: bytes) -> tree_sitter.Tree:
     return parser_for(spec).parse(data)
 
 
+#: Code that defines something holds one of these (a call or signature, a body, an
+#: assignment, a statement end). Text with none of them is prose, a log or a word list,
+#: whatever its extension: its outline is the regex one, without a tree-sitter parse (on
+#: such text mostly slow error recovery); the few definitions such a file can hold (a Ruby
+#: `def name`, a Python `class Name:` with a docstring) the regex finds as well.
+_CODE_MARK: Final = re.compile(r"[(){}\[\];=]")
+
+
 def _outline(spec: LanguageSpec | None, markdown: bool, source: str, data: bytes) -> list[Entry]:
-    """The offset-free entries: tree-sitter's, else the regex fallback's."""
+    """The offset-free entries: tree-sitter's (unless the text cannot be code, see
+    `_CODE_MARK`), else the regex fallback's."""
     entries: list[Entry] = []
-    if spec is not None:
+    if spec is not None and _CODE_MARK.search(source) is not None:
         try:
             tree = _parse(spec, data)
         except ImportError:  # without the `folding` extra: the regex outline below
@@ -281,7 +290,7 @@ def _regex_entries(source: str, *, markdown: bool) -> list[Entry]:
         line += source.count("\n", position, match.start())
         position = match.start()
         level = len(match["keyword"]) if markdown else len(match["indent"].expandtabs(4))
-        found.append((line, level, match["keyword"], match["name"][:80]))
+        found.append((line, level, match["keyword"], match["name"].rstrip(":")[:80]))
     if not found:
         return _excerpts(source)
     entries: list[Entry] = []

@@ -647,3 +647,43 @@ def test_the_cache_keys_on_the_language(monkeypatch: pytest.MonkeyPatch) -> None
     source = "function f() { return 1 }\n"
     fold([("a.js", source), ("a.ts", source), ("a.txt", source), ("a.md", source)])
     assert parses == ["javascript", "typescript"]
+
+
+# Text that cannot be code is not parsed -----------------------------------------------------
+
+
+def counting_parses(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    parsed: list[bytes] = []
+    original = outline_module._parse
+
+    def parse(spec: Any, data: bytes) -> Any:
+        parsed.append(data)
+        return original(spec, data)
+
+    monkeypatch.setattr(outline_module, "_parse", parse)
+    outline_module.clear_outline_cache()
+    return parsed
+
+
+def test_a_word_list_named_like_code_gets_the_regex_outline_without_a_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parsed = counting_parses(monkeypatch)
+    words = "def session return bug value\nclass https docs python org\nthe result of a run\n"
+    assert outline("notes/words.py", words) == ["fn session L1-1", "class https L2-3"]
+    assert parsed == []
+
+
+def test_definitions_without_code_marks_read_as_tree_sitter_reads_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parsed = counting_parses(monkeypatch)
+    python = 'class Empty:\n    """Nothing yet."""\n'  # a name's trailing colon is not its own
+    ruby = "class Greeter\n  def hello\n    puts 'hi'\n  end\nend\n"
+    assert outline("pkg/empty.py", python) == ["class Empty L1-2"]
+    assert outline("lib/greeter.rb", ruby) == ["class Greeter L1-5"]
+    assert parsed == []
+    # A file with a code mark is parsed, once per content.
+    assert outline("pkg/full.py", "def load(path):\n    return path\n") == ["fn load L1-2"]
+    assert outline("pkg/again.py", "def load(path):\n    return path\n") == ["fn load L1-2"]
+    assert len(parsed) == 1
