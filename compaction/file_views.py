@@ -31,6 +31,7 @@ __all__ = [
 PATH_KEYS: Final = ("file_path", "path", "filename", "notebook_path")
 _NUMBERED: Final = re.compile(r"^ *(\d{1,9})(?:→|\t)(.*)$")
 _NUMBERED_LINES: Final = re.compile(r"^ *(\d{1,9})(?:→|\t)(.*)$", re.MULTILINE)
+_PREFIXES: Final = re.compile(r"^ *(\d{1,9})(?:→|\t)", re.MULTILINE)
 #: What str.splitlines splits on besides "\n" (and "\r\n").
 _OTHER_BREAKS: Final = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
@@ -57,7 +58,14 @@ def strip_line_numbers(text: str) -> tuple[str, int]:
 
     Text that is not mostly numbered lines is returned unchanged, starting at line 1.
     """
-    if _OTHER_BREAKS.search(text):  # line breaks besides "\n": split as str.splitlines does
+    other_breaks = _OTHER_BREAKS.search(text) is not None
+    if not other_breaks:  # the usual listing, every line numbered: one substitution
+        stripped, numbered = _PREFIXES.subn("", text)
+        ended = text.endswith("\n")
+        first = _PREFIXES.match(text) if numbered == text.count("\n") + (not ended) else None
+        if first is not None:
+            return stripped if ended else stripped + "\n", max(int(first.group(1)), 1)
+    if other_breaks:  # line breaks besides "\n": split as str.splitlines does
         lines = text.splitlines()
         found = [m.groups() for m in map(_NUMBERED.match, lines) if m is not None]
     else:  # one scan of the whole text: several times faster than a match per line

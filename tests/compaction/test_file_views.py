@@ -260,3 +260,17 @@ def _reference_strip(text: str) -> tuple[str, int]:
 )
 def test_strip_line_numbers_matches_a_per_line_reference(text: str) -> None:
     assert strip_line_numbers(text) == _reference_strip(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "     3→def a():\n     4→    return 1",
+        "     3→def a():\n     4→    return 1\n",
+        "     3→def a():\n     4→    return 1\n\n",
+        "     3→def a():\n\n     5→    return 1\n",
+        "     0→x\n     1→y",
+    ],
+)
+def test_every_line_numbered_strips_as_the_reference(text: str) -> None:
+    assert strip_line_numbers(text) == _reference_strip(text)
