@@ -102,9 +102,14 @@ def validation_scope() -> Iterator[None]:
         _scope.reset(token)
 
 
+def _is_mapping(value: Any) -> bool:
+    """isinstance(value, Mapping), without the ABC check for the usual plain dict."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _message_problems(index: int, message: Any) -> Iterator[Problem]:
     path = f"messages[{index}]"
-    if not isinstance(message, Mapping):
+    if not _is_mapping(message):
         yield Problem(path, "must be an object with role and content")
         return
     role = message.get("role")
@@ -125,7 +130,7 @@ def _message_problems(index: int, message: Any) -> Iterator[Problem]:
 
 
 def _block_problems(path: str, block: Any, role: Any) -> Iterator[Problem]:
-    if not isinstance(block, Mapping):
+    if not _is_mapping(block):
         yield Problem(path, "must be an object with a type")
         return
     kind = block.get("type")
@@ -157,7 +162,7 @@ def _tool_use_problems(path: str, block: Mapping[str, Any], role: Any) -> Iterat
         yield Problem(f"{path}.id", "tool_use needs an id")
     if not isinstance(block.get("name"), str) or not block.get("name"):
         yield Problem(f"{path}.name", "tool_use needs a name")
-    if not isinstance(block.get("input"), Mapping):
+    if not _is_mapping(block.get("input")):
         yield Problem(f"{path}.input", "tool_use needs an input object")
 
 
@@ -169,7 +174,7 @@ def _tool_result_problems(path: str, block: Mapping[str, Any], role: Any) -> Ite
     content = block.get("content", "")
     if isinstance(content, list):
         for index, inner in enumerate(content):
-            if not isinstance(inner, Mapping) or inner.get("type") not in {
+            if not _is_mapping(inner) or inner.get("type") not in {
                 "text",
                 "image",
                 "document",
@@ -191,11 +196,15 @@ def _order_problems(messages: Sequence[Mapping[str, Any]]) -> Iterator[Problem]:
     anywhere (Claude Code sends some mid-conversation), just not between a tool_use and its
     tool_result.
     """
-    for index, message in enumerate(messages):
+    # Each message's ids once (a message is looked at as previous, current and next).
+    uses = [tool_use_ids(message) for message in messages]
+    results = [tool_result_ids(message) for message in messages]
+    for index, answered in enumerate(results):
+        ids = uses[index]
+        if not answered and not ids:
+            continue
         path = f"messages[{index}]"
-        previous = messages[index - 1] if index else None
-        asked = tool_use_ids(previous) if previous and previous["role"] == "assistant" else []
-        answered = tool_result_ids(message)
+        asked = uses[index - 1] if index and messages[index - 1]["role"] == "assistant" else []
         for tool_id in answered:
             if tool_id not in asked:
                 yield Problem(
@@ -203,12 +212,10 @@ def _order_problems(messages: Sequence[Mapping[str, Any]]) -> Iterator[Problem]:
                 )
         if len(set(answered)) != len(answered):
             yield Problem(path, "a tool_use is answered by more than one tool_result")
-        ids = tool_use_ids(message)
         for tool_id in [i for i, n in Counter(ids).items() if n > 1]:
             yield Problem(path, f"tool_use id {tool_id!r} is used more than once in this message")
         if ids:
-            following = messages[index + 1] if index + 1 < len(messages) else None
-            replied = set(tool_result_ids(following)) if following else set()
+            replied = set(results[index + 1]) if index + 1 < len(messages) else set()
             for tool_id in dict.fromkeys(ids):
                 if tool_id not in replied:
                     yield Problem(
