@@ -9,6 +9,7 @@ repeat across turns: a tool_result answers the tool_use of the message right bef
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -145,3 +146,22 @@ def round_starts(messages: Sequence[Mapping[str, Any]]) -> list[int]:
     """Indexes of the messages that start a user round (docs/behaviour.md#round-protection), oldest
     first."""
     return [index for index, message in enumerate(messages) if starts_round(message)]
+
+
+#: What str.splitlines splits on ("\r\n" is "\r" then "\n").
+LINE_BREAKS: Final = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_BREAK: Final = re.compile(f"[{LINE_BREAKS}]")
+_NON_SPACE: Final = re.compile(r"\S")
+
+
+def first_nonblank_line(text: str) -> str:
+    """`next((line for line in text.splitlines() if line.strip()), "")`, without splitting
+    the whole text: the line around its first non-whitespace character."""
+    found = _NON_SPACE.search(text)
+    if found is None:
+        return ""
+    start = found.start()
+    while start and text[start - 1] not in LINE_BREAKS:  # only whitespace back there
+        start -= 1
+    end = _BREAK.search(text, found.start())
+    return text[start : end.start() if end is not None else len(text)]

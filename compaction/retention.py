@@ -30,7 +30,13 @@ from functools import cached_property
 from itertools import accumulate
 from typing import Any, Final
 
-from .messages import blocks_of, message_text, starts_round, tool_result_text
+from .messages import (
+    blocks_of,
+    first_nonblank_line,
+    message_text,
+    starts_round,
+    tool_result_text,
+)
 
 __all__ = ["extract_identifiers", "measure_recall"]
 
@@ -56,6 +62,8 @@ _ERROR_WORDS: Final = ("Error", "Exception", "Traceback", "FAILED", "failed", "e
 _ERROR_HINT: Final = re.compile("|".join(_ERROR_WORDS))
 _TODO: Final = re.compile(r"^\s*(?:[-*]\s+\[ \]\s+\S.*|.*\bTODO:\s*\S.*)$", re.MULTILINE)
 _OPEN_STATUSES: Final = frozenset({"pending", "in_progress"})
+#: Line breaks of str.splitlines besides "\n".
+_OTHER_BREAK: Final = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
 
 def extract_identifiers(messages: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -224,19 +232,8 @@ def _error_lines(text: str) -> Iterator[str]:
     searches first and a literal-only pattern next (both much faster than the pattern)."""
     if not any(word in text for word in _ERROR_WORDS):
         return
-    lines: list[str] = []
-    ends: list[int] = []
     taken = 0
-    previous = -1
-    for hint in _ERROR_HINT.finditer(text):
-        if not lines:
-            lines = text.splitlines()
-            ends = list(accumulate(len(line) for line in text.splitlines(keepends=True)))
-        index = bisect_right(ends, hint.start())
-        if index == previous:
-            continue
-        previous = index
-        line = lines[index]
+    for line in _hinted_lines(text):
         stripped = line.strip()
         if stripped == _GENERIC_TRACEBACK or _NOT_ERROR.match(line):
             continue
@@ -245,6 +242,34 @@ def _error_lines(text: str) -> Iterator[str]:
             taken += 1
             if taken == _ERRORS_PER_BLOCK:
                 return
+
+
+def _hinted_lines(text: str) -> Iterator[str]:
+    """Each line (as str.splitlines gives them) holding an `_ERROR_HINT`, once, in order.
+
+    With "\n" as the only line break, each line is cut out around its hint; otherwise the
+    text is split once."""
+    if _OTHER_BREAK.search(text) is None:
+        after = 0  # where the line after the last one given starts
+        for hint in _ERROR_HINT.finditer(text):
+            if hint.start() < after:
+                continue
+            start = text.rfind("\n", 0, hint.start()) + 1
+            end = text.find("\n", hint.start())
+            after = len(text) if end < 0 else end + 1
+            yield text[start : after if end < 0 else end]
+        return
+    lines: list[str] = []
+    ends: list[int] = []
+    previous = -1
+    for hint in _ERROR_HINT.finditer(text):
+        if not lines:
+            lines = text.splitlines()
+            ends = list(accumulate(len(line) for line in text.splitlines(keepends=True)))
+        index = bisect_right(ends, hint.start())
+        if index != previous:
+            previous = index
+            yield lines[index]
 
 
 def _todos(text: str) -> Iterator[str]:
@@ -266,10 +291,7 @@ def _open_todo_entries(arguments: Any) -> Iterator[str]:
 
 
 def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()[:_MAX_LINE]
-    return ""
+    return first_nonblank_line(text).strip()[:_MAX_LINE]
 
 
 def _plain_text(message: Mapping[str, Any]) -> str:

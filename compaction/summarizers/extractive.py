@@ -17,7 +17,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from ..messages import blocks_of, is_meta, is_summary_message, message_text, tool_result_text
+from ..messages import (
+    blocks_of,
+    first_nonblank_line,
+    is_meta,
+    is_summary_message,
+    message_text,
+    tool_result_text,
+)
 from ..tokens import compact_json
 from .base import SummaryRequest
 from .prompt import SECTIONS
@@ -152,7 +159,7 @@ class _Collector:
             self.dropped[section] = self.dropped.get(section, 0) + dropped
 
     def user_text(self, order: int, text: str) -> None:
-        first = next((line for line in text.splitlines() if line.strip()), "")
+        first = first_nonblank_line(text)
         if first:
             priority = _DETAIL if self.seen_request else _GOAL
             self.seen_request = True
@@ -161,7 +168,7 @@ class _Collector:
         self.text_mentions(order, text)
 
     def assistant_text(self, order: int, text: str) -> None:
-        first = next((line for line in text.splitlines() if line.strip()), "")
+        first = first_nonblank_line(text)
         if first:
             self.latest_update = (order, self.clip(first, 0.7))
         self.text_mentions(order, text)
@@ -205,7 +212,7 @@ class _Collector:
         name = call.name if call else "tool"
         argument = _argument(call.input) if call else ""
         text = tool_result_text(block.get("content"))
-        first = next((line for line in text.splitlines() if line.strip()), "")
+        first = first_nonblank_line(text)
         failed = bool(block.get("is_error")) or bool(_ERROR_LINE.match(first))
         label = f"{name}({self.clip(argument, 0.4)})" if argument else name
         if failed:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from compaction.messages import (
     SUMMARY_KEY,
     SUMMARY_PREFIX,
     blocks_of,
+    first_nonblank_line,
     is_meta,
     is_safe_cut,
     is_summary_message,
@@ -101,3 +105,17 @@ def test_rounds_start_at_real_user_messages():
 
     assert round_starts(messages) == [1, 6, 8]
     assert not starts_round(assistant("a"))
+
+
+_LINE_PIECES = [" ", "\t", "\n", "\r", "\r\n", "\x0b", "\x1c", "\x85", "\u2028", "\xa0", "a", "b c"]
+
+
+@given(st.lists(st.sampled_from(_LINE_PIECES), max_size=12).map("".join))
+def test_first_nonblank_line_is_the_first_line_splitlines_gives_with_text(text: str) -> None:
+    expected = next((line for line in text.splitlines() if line.strip()), "")
+    assert first_nonblank_line(text) == expected
+
+
+def test_first_nonblank_line_keeps_its_indent() -> None:
+    assert first_nonblank_line("\n\n   Error: x\nnext") == "   Error: x"
+    assert first_nonblank_line(" \r\n\u2028 \t") == ""
