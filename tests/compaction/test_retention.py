@@ -281,38 +281,3 @@ def test_error_and_todo_shortcuts_find_the_same_lines(text):
     todos = [m.group().strip()[:200] for m in retention._TODO.finditer(text)]
     assert list(retention._error_lines(text)) == reference_error_lines(text)
     assert list(retention._todos(text)) == todos
-
-
-def _reference_error_lines(text: str) -> list[str]:
-    """The error lines as first written: every line of str.splitlines tested in turn."""
-    found = []
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped == retention._GENERIC_TRACEBACK or retention._NOT_ERROR.match(line):
-            continue
-        if retention._ERROR.search(stripped):
-            found.append(stripped[: retention._MAX_LINE])
-            if len(found) == retention._ERRORS_PER_BLOCK:
-                break
-    return found
-
-
-_ERROR_PIECES = [
-    "ValueError",
-    "Traceback",
-    " failed",
-    "error:",
-    "x",
-    " ",
-    "\n",
-    "\r\n",
-    "\u2028",
-    "raise ",
-    "  12→",
-    "Exception ",
-]
-
-
-@given(st.lists(st.sampled_from(_ERROR_PIECES), max_size=20).map("".join))
-def test_error_lines_are_those_of_a_line_by_line_scan(text: str) -> None:
-    assert list(retention._error_lines(text)) == _reference_error_lines(text)
