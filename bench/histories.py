@@ -4,8 +4,8 @@
 assistant tool call (Read, Edit or Bash with a path), its result (80% of the tokens, about
 one in nine an error) and an assistant reply, all made of words drawn from a 60-word
 vocabulary. Its Read results are those words too, so the files it "views" are not code
-(tree-sitter spends several times longer per byte on them than on real source, in error
-recovery), and each Read names a path no other Read names.
+(they hold none of the characters code is written with, so their outlines are the regex
+ones, without a tree-sitter parse), and each Read names a path no other Read names.
 
 `project_session` is the same rounds with real file views: each Read shows one of
 PROJECT_FILES real Python files (from the installed Django) numbered like Claude Code's Read
