@@ -14,11 +14,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 __all__ = [
+    "LINE_BREAKS",
     "SUMMARY_KEY",
     "SUMMARY_PREFIX",
     "Block",
     "Message",
     "blocks_of",
+    "first_nonblank_line",
     "is_meta",
     "is_safe_cut",
     "is_summary_message",
