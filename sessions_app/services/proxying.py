@@ -111,7 +111,7 @@ def _plan(owner: User, request: ProxyRequest, incoming: Incoming) -> ProxyPlan |
                 raise Conflict("the proxied session changed under the request")
             _append_new(locked, prefix, request, incoming, profile)
         _remember(state, request)
-        state["map"] = prefix.to_state()
+        _keep_map(state, prefix)
         Session.objects.filter(pk=locked.pk).update(proxy_state=state)
         locked.proxy_state = state
     stored = len(request.digests)
@@ -164,7 +164,7 @@ def record_answer(
             answered = True
         else:
             return False
-        state["map"] = prefix.to_state()
+        _keep_map(state, prefix)
         changes: dict[str, Any] = {"proxy_state": state}
         usage = message.get("usage")
         over = False
@@ -178,6 +178,13 @@ def record_answer(
     if over:  # the post-call check queues the compaction (it records the usage again)
         post_call_check(locked, [dict(message)])
     return True
+
+
+def _keep_map(state: dict[str, Any], prefix: PrefixMap) -> None:
+    """`prefix` into `state`, without the lists of the first format."""
+    for key in ("digests", "raw", "starts", "aliases", "answered"):
+        state.pop(key, None)
+    state["map"] = prefix.to_state()
 
 
 def _locked(pk: uuid.UUID) -> Session | None:
