@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from sessions_app.models import Message, Session
+from sessions_app.models import Compaction, CompactionProfile, Message, Session
 from sessions_app.proxy.anthropic import AnthropicAdapter
 from sessions_app.proxy.digests import decode_body, digest
 from sessions_app.proxy.mapping import proxy_request
-from sessions_app.services import proxying
+from sessions_app.services import proxy_context, proxying
 from sessions_app.services.proxy_map import WINDOW
 from sessions_app.services.proxying import ProxyPlan, ProxyRequest, plan_request, record_answer
 
@@ -179,3 +179,41 @@ def test_a_session_mapped_in_the_first_format_continues(user: Any) -> None:
     assert "digests" not in state
     assert "starts" not in state
     assert Session.objects.get().message_count == 7
+
+
+def test_the_rewritten_head_is_the_same_bytes_until_the_next_compaction(user: Any) -> None:
+    CompactionProfile.objects.update(is_default=False)
+    profile = CompactionProfile.objects.create(
+        name="proxy-small",
+        is_default=True,
+        summarizer="extractive",
+        context_limit=3000,
+        trigger_ratio=0.5,
+        keep_recent_messages=2,
+        tail_retention_ratio=0.1,
+        retry_backoff_seconds=0.0,
+        cooldown_seconds=0.0,
+    )
+    history: list[Any] = []
+    plan = None
+    turn = 0
+    while not Compaction.objects.filter(status="succeeded").exists():
+        words = " ".join(f"word{turn}x{i}" for i in range(120))
+        history.append({"role": "user", "content": f"turn {turn}: {words}"})
+        plan = plan_request(user, _request(history))
+        history.append(_answer(plan, f"answer {turn}"))
+        turn += 1
+        assert turn < 20
+    CompactionProfile.objects.filter(pk=profile.pk).update(context_limit=1_000_000)
+    heads = []
+    for extra in ("one more", "and another"):
+        history.append({"role": "user", "content": extra})
+        plan = plan_request(user, _request(history))
+        assert plan is not None
+        assert plan.head is not None
+        assert 0 < plan.tail_start <= len(history) - 1
+        heads.append(json.dumps(plan.head))
+        history.append(_answer(plan, "ok"))
+        proxy_context.clear_cache()  # the second head is rendered again, not reused
+    assert heads[0] == heads[1]
+    assert "[ctxweb summary of earlier conversation]" in heads[0]
