@@ -39,7 +39,7 @@ run: install
 	@echo "ctxweb: open http://$(HOST):$(PORT)/ and log in as admin (the password is printed above when the user is first created)"
 	@trap 'kill 0' EXIT INT TERM; \
 	$(BIN)/python manage.py db_worker & \
-	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+	$(BIN)/python manage.py devserver $(HOST):$(PORT)
 
 lint: install
 	$(BIN)/ruff check .

@@ -11,6 +11,9 @@
   (which pauses between events), median of several requests.
 - 20 concurrent streaming clients, each its own conversation: wall time, requests per
   second, per-request p50 and p95, errors.
+- The proxy's own work per request at 200K without HTTP (read the body, map, append, plan,
+  record the answer), in this process before any server starts: CPU time (blind to the
+  machine's other load, which the wall times above are not) and database queries.
 
 A child process with a throwaway SQLite database (WAL) and persistent connections.
 Run: .venv/bin/python -m bench.proxy [--smoke]
@@ -164,6 +167,44 @@ def _concurrent(proxy: str, key: str, clients: int, requests: int) -> dict[str, 
     }
 
 
+def _server_work(owner: Any, history: list[Any], runs: int) -> dict[str, Any]:
+    """CPU and wall ms (p50) and queries of the proxy's work per request, no HTTP."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from sessions_app.proxy.anthropic import AnthropicAdapter
+    from sessions_app.proxy.digests import decode_body, digest
+    from sessions_app.proxy.mapping import proxy_request
+    from sessions_app.services.proxying import plan_request, record_answer
+
+    adapter, conversation = AnthropicAdapter(), _Conversation(history)
+    cpu, wall, queries = [], [], []
+    for turn in range(runs + 1):  # the first request stores the whole history: not counted
+        body = conversation.body()
+        content = [{"type": "text", "text": f"answer {turn}"}]
+        reply = {"type": "message", "content": content, "usage": {"input_tokens": 9}}
+        with CaptureQueriesContext(connection) as captured:
+            started, clock = time.process_time(), time.perf_counter()
+            decoded, hashes = decode_body(body)
+            request = proxy_request(adapter, adapter.conversation(decoded), name="", raw=hashes)
+            plan = plan_request(owner, request)
+            answer = adapter.answer(reply)
+            assert plan is not None
+            assert answer is not None
+            record_answer(plan.session_id, plan.stored, answer.canonical, digest(answer.client))
+            spent, elapsed = time.process_time() - started, time.perf_counter() - clock
+        if turn:
+            cpu.append(spent * 1000)
+            wall.append(elapsed * 1000)
+            queries.append(len(captured))
+        conversation.advance(content)
+    return {
+        "cpu p50": statistics.median(cpu),
+        "wall p50": statistics.median(wall),
+        "queries": statistics.median(queries),
+    }
+
+
 def child(smoke: bool) -> dict[str, Any]:
     """Run in the child process (Django set up on a throwaway SQLite database)."""
     import django
@@ -189,6 +230,12 @@ def child(smoke: bool) -> dict[str, Any]:
         sizes = {"2K": (11, 2_000), "10K": (41, 10_000)}
     runs = 3 if smoke else 30
     figures: dict[str, Any] = {"sizes": {}}
+    largest = list(sizes.values())[-1]
+    log("proxy: its own work per request (no HTTP)")
+    work_history = synthetic_session(*largest)
+    if work_history[-1]["role"] != "user":
+        work_history.append({"role": "user", "content": "Go on."})
+    figures["work"] = _server_work(owner, work_history, runs)
     with StreamingAnthropic() as fake, AsgiServer() as server:
         settings.CTXWEB_UPSTREAM_ANTHROPIC_URL = fake.base_url
         proxy = f"{server.url}/proxy/anthropic/v1/messages"
@@ -267,6 +314,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"{many['errors']} errors; {figures['sessions']} sessions stored.\n"
     )
     largest = list(figures["sizes"])[-1]
+    work = figures["work"]
+    print(
+        f"The proxy's own work per request at {largest} (read, map, append, plan, record the "
+        f"answer; in process, no HTTP): CPU p50 {work['cpu p50']:.1f} ms, wall p50 "
+        f"{work['wall p50']:.1f} ms, {work['queries']:.0f} database queries.\n"
+    )
     added = figures["sizes"][largest]["added p50"]
     print(
         goal(

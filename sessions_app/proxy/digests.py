@@ -13,13 +13,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, overload
 
 __all__ = [
     "Digests",
     "claude_code_session",
     "conversation_key",
+    "decode_body",
     "digest",
     "digests",
     "is_prefix",
@@ -29,6 +30,10 @@ __all__ = [
 #: Keys that are request decoration, not conversation.
 _IGNORED: Final = frozenset({"cache_control"})
 _CLAUDE_SESSION: Final = re.compile(r"session_([0-9a-fA-F-]{36})")
+_DECODER: Final = json.JSONDecoder()
+#: The C string scanner json.loads uses (typeshed does not declare it).
+_SCANSTRING: Final[Callable[[str, int], tuple[str, int]]] = json.decoder.scanstring  # type: ignore[attr-defined]
+_SPACE: Final = re.compile(r"[ \t\n\r]*")
 
 
 def _normalized(value: Any) -> Any:
@@ -64,16 +69,96 @@ def raw_digest(message: Any) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+def _span_hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+def decode_body(raw: bytes) -> tuple[Any, list[str] | None]:
+    """The decoded JSON body, and the raw digest of each element of its top-level `messages`
+    array hashed from the bytes the client sent (None when there is no such array).
+
+    One pass, as costly as `json.loads`: the top-level object is walked key by key and the
+    `messages` array element by element with the C scanner, so each message's text is known
+    without encoding it again. Anything unusual falls back to `json.loads` (ValueError when
+    the body is not JSON)."""
+    try:
+        text = raw.decode("utf-8")
+        return _walk(text)
+    except (UnicodeDecodeError, ValueError, IndexError):
+        return json.loads(raw), None
+
+
+def _skip(text: str, index: int) -> int:
+    match = _SPACE.match(text, index)
+    return match.end() if match else index
+
+
+def _walk(text: str) -> tuple[Any, list[str] | None]:
+    index = _skip(text, 0)
+    if text[index] != "{":
+        return json.loads(text), None
+    body: dict[str, Any] = {}
+    spans: list[str] | None = None
+    index = _skip(text, index + 1)
+    closed = text[index] == "}"
+    index += closed
+    while not closed:
+        if text[index] != '"':
+            raise ValueError("a key must be a string")
+        key, index = _SCANSTRING(text, index + 1)
+        index = _skip(text, index)
+        if text[index] != ":":
+            raise ValueError("expected ':'")
+        index = _skip(text, index + 1)
+        if key == "messages" and text[index] == "[":
+            body[key], spans, index = _array(text, index)
+        else:
+            body[key], index = _DECODER.raw_decode(text, index)
+            spans = None if key == "messages" else spans
+        index = _skip(text, index)
+        if text[index] not in ",}":
+            raise ValueError("expected ',' or '}'")
+        closed = text[index] == "}"
+        index = _skip(text, index + 1)
+    if index != len(text):
+        raise ValueError("extra data after the body")
+    return body, spans
+
+
+def _array(text: str, index: int) -> tuple[list[Any], list[str], int]:
+    """The array starting at `index` ('['), each element's raw digest, the index after it."""
+    items: list[Any] = []
+    hashes: list[str] = []
+    index = _skip(text, index + 1)
+    if text[index] == "]":
+        return items, hashes, index + 1
+    while True:
+        item, end = _DECODER.raw_decode(text, index)
+        items.append(item)
+        hashes.append(_span_hash(text[index:end]))
+        index = _skip(text, end)
+        if text[index] == "]":
+            return items, hashes, index + 1
+        if text[index] != ",":
+            raise ValueError("expected ',' or ']'")
+        index = _skip(text, index + 1)
+
+
 class Digests(Sequence[str]):
     """The `digest` of each message, computed only when read (then kept), beside the cheap
     `raw` digest of each. A request whose messages were stored before is matched on the raw
     digests; only the few messages a client re-serialized differently (a moved cache
-    breakpoint) are normalized and digested."""
+    breakpoint) are normalized and digested.
 
-    def __init__(self, messages: Sequence[Any]) -> None:
+    `raw`: the raw digests `decode_body` took from the request's bytes; else each message
+    is dumped once more (`raw_digest`)."""
+
+    def __init__(self, messages: Sequence[Any], raw: Sequence[str] | None = None) -> None:
         self._messages = messages
         self._known: dict[int, str] = {}
-        self.raw = [raw_digest(message) for message in messages]
+        if raw is None or len(raw) != len(messages):
+            raw = [raw_digest(message) for message in messages]
+        self.raw = list(raw)
 
     def __len__(self) -> int:
         return len(self._messages)

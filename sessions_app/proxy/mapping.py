@@ -8,6 +8,7 @@ message. Sessions sharing a key are told apart by their stored prefix
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..importers.blocks import content_text, short_title
@@ -19,9 +20,15 @@ __all__ = ["proxy_request"]
 
 
 def proxy_request(
-    adapter: Adapter, conversation: Conversation, *, name: str, mode: str = ""
+    adapter: Adapter,
+    conversation: Conversation,
+    *,
+    name: str,
+    mode: str = "",
+    raw: Sequence[str] | None = None,
 ) -> ProxyRequest:
-    """The service's view of one request."""
+    """The service's view of one request. `raw`: the messages' raw digests, hashed from the
+    request's bytes (digests.decode_body); else each message is dumped to hash it."""
     messages = conversation.messages
     claude = claude_code_session(conversation.metadata)
     if name:
@@ -37,7 +44,7 @@ def proxy_request(
     return ProxyRequest(
         provider=adapter.provider,
         key=key,
-        digests=Digests(messages),
+        digests=Digests(messages, raw),
         convert=convert,
         title=_title(conversation),
         model=conversation.model,

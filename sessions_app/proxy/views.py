@@ -17,10 +17,12 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from ..middleware import max_body_bytes
 from ..services.proxying import plan_request
 from .anthropic import AnthropicAdapter
 from .auth import Caller, authenticate
 from .base import Adapter
+from .digests import decode_body
 from .errors import error_response
 from .mapping import proxy_request
 from .openai import OpenAIAdapter
@@ -60,8 +62,12 @@ async def _proxy(
 ) -> HttpResponseBase:
     if request.method != "POST":
         return error_response(adapter.provider, 405, "invalid_request_error", "use POST")
-    try:
-        caller = await sync_to_async(authenticate)(request, adapter.provider)
+    refused = _refused(request, adapter)
+    if refused is not None:
+        return refused
+    mode = (request.headers.get("X-Ctxweb-Mode") or "").strip().lower()
+    try:  # one hop to a thread for the key check and the storing
+        caller, body, recording = await sync_to_async(_prepared)(request, adapter, mode, record)
     except DatabaseError:
         logger.exception("proxy: ctxweb's database is unavailable; the key cannot be checked")
         message = "ctxweb cannot check its API key now (database unavailable); retry later"
@@ -69,32 +75,55 @@ async def _proxy(
     if caller is None:
         message = "a valid ctxweb API key is required (x-api-key, Bearer or X-Ctxweb-Key)"
         return error_response(adapter.provider, 401, "authentication_error", message)
-    mode = (request.headers.get("X-Ctxweb-Mode") or "").strip().lower()
     if mode and mode not in MODES:
         message = f"X-Ctxweb-Mode must be one of {', '.join(MODES)}"
         return error_response(adapter.provider, 400, "invalid_request_error", message)
-    body, recording = request.body, None
-    if record and caller.user is not None:
-        body, recording = await _planned(request, adapter, caller, mode)
     return await _forward(request, adapter, caller, path, body, recording)
 
 
-async def _planned(
+def _refused(request: HttpRequest, adapter: Adapter) -> HttpResponseBase | None:
+    """A body over CTXWEB_MAX_BODY_BYTES (checked before it is read): the proxy's routes
+    skip the middleware that checks it elsewhere (proxy/asgi.py)."""
+    limit = max_body_bytes()
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > limit:
+        message = f"request body of {length} bytes exceeds the limit of {limit} bytes"
+        return error_response(adapter.provider, 413, "request_too_large", message)
+    return None
+
+
+def _prepared(
+    request: HttpRequest, adapter: Adapter, mode: str, record: bool
+) -> tuple[Caller | None, bytes, Recording | None]:
+    """The caller (None: no valid key), the bytes to forward and where the answer goes."""
+    caller = authenticate(request, adapter.provider)
+    if caller is None or not record or caller.user is None or mode not in ("", *MODES):
+        return caller, request.body, None
+    body, recording = _planned(request, adapter, caller, mode)
+    return caller, body, recording
+
+
+def _planned(
     request: HttpRequest, adapter: Adapter, caller: Caller, mode: str
 ) -> tuple[bytes, Recording | None]:
     """The bytes to forward and where the answer is recorded (fail open: the original)."""
     raw = request.body
     try:
-        decoded = json.loads(raw)
+        decoded, hashes = decode_body(raw)
         conversation = adapter.conversation(decoded)
     except (ValueError, AttributeError):
         return raw, None  # not a request ctxweb can read: upstream answers it
     if not conversation.messages:
         return raw, None
     name = (request.headers.get("X-Ctxweb-Session") or "").strip()
+    if hashes is not None:  # the raw digests of the conversation's messages (not `lead`)
+        hashes = hashes[len(conversation.lead) :]
     try:
-        wanted = proxy_request(adapter, conversation, name=name, mode=mode)
-        plan = await sync_to_async(plan_request)(caller.user, wanted)
+        wanted = proxy_request(adapter, conversation, name=name, mode=mode, raw=hashes)
+        plan = plan_request(caller.user, wanted)
     except Exception:
         logger.exception("proxy: storing or compacting failed; forwarding the request unchanged")
         return raw, None

@@ -1,15 +1,17 @@
 """The transparent proxy's writes: find or start a proxied session, append, compact, record.
 
-A proxied session keeps `proxy_state` beside its messages: the digest of every client message
-it stored (sessions_app/proxy/digests.py), the client index each stored message starts at,
-and the latest system prompt and tool definitions. The next request continues the session
-when the stored digests are a prefix of its own; otherwise (a client that edited or compacted
-its own history) it starts a new session and the old one stays as it was.
+A proxied session keeps `proxy_state` beside its messages: a map of the client messages it
+stored, of constant size (running fingerprints of the stored prefix and the digests of its
+last messages: services/proxy_map.py), and the latest system prompt and tool definitions.
+The next request continues the session when the stored messages are a prefix of its own;
+otherwise (a client that edited or compacted its own history) it starts a new session and
+the old one stays as it was. Only the new messages are converted, counted and appended, in
+the one transaction that updates the map; the pre-call check sums the stored counts.
 
 The forwarded request replaces the stored messages the runtime context replaced (summaries,
 transformed entries) and keeps the client's own messages for the untouched tail, so cache
 breakpoints stay where the client put them and the rewritten prefix is byte-stable between
-compactions.
+compactions (services/proxy_context.py keeps it per context revision).
 """
 
 from __future__ import annotations
@@ -22,16 +24,17 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import BooleanField, ExpressionWrapper, Q
+from django.utils import timezone
 
-from ..models import ContextEntry, Session
-from .auto import StoredCompaction, post_call_check, prepare_context
-from .context import check
-from .context_text import Format, payload_parts
+from ..models import CompactionProfile, Session
+from .auto import StoredCompaction, post_call_check, prepare_context, usage_tokens
+from .context_text import Format
 from .errors import Conflict
-from .overhead import count_overhead, overhead_digest
-from .policies import profile_for
-from .sessions import append_messages, create_session, sessions_for
+from .overhead import count_overhead, overhead_digest, session_overhead
+from .policies import policy_for, profile_for
+from .proxy_context import split_context
+from .proxy_map import Incoming, PrefixMap
+from .sessions import append_locked, create_session, refresh_totals, sessions_for
 
 __all__ = ["ProxyPlan", "ProxyRequest", "plan_request", "record_answer"]
 
@@ -79,29 +82,46 @@ def plan_request(owner: User, request: ProxyRequest) -> ProxyPlan | None:
     """Store what is new in `request` and, when compacting, the context to forward.
 
     None: a side request of an agent's session (below), forwarded as sent, stored nowhere.
+    A session another request of the conversation moved on meanwhile (it no longer
+    continues) is looked for again once: the request then maps to another session or starts
+    one.
     """
-    session = _matching(owner, request)
-    if session is None:
+    incoming = Incoming(request.digests)
+    try:
+        return _plan(owner, request, incoming)
+    except Conflict:
+        return _plan(owner, request, incoming)
+
+
+def _plan(owner: User, request: ProxyRequest, incoming: Incoming) -> ProxyPlan | None:
+    session_id = _matching(owner, request, incoming)
+    if session_id is None:
         if _side_request(owner, request):
             return None
-        session = _started(owner, request)
+        session_id = _started(owner, request).pk
     with transaction.atomic():
-        locked = Session.objects.select_for_update().get(pk=session.pk)
+        locked = _locked(session_id)
+        if locked is None:
+            raise Conflict("the proxied session was deleted under the request")
+        profile = _profile_of(locked)
         state = _state_of(locked, request.provider)
-        if not _is_retry(state, request):
-            if not _continues(state, request.digests):
+        prefix = PrefixMap.of(state)
+        if not _is_retry(state, prefix, request, incoming):
+            if not prefix.continued_by(incoming):
                 raise Conflict("the proxied session changed under the request")
-            _append_new(locked, state, request)
+            _append_new(locked, prefix, request, incoming, profile)
         _remember(state, request)
+        _keep_map(state, prefix)
         Session.objects.filter(pk=locked.pk).update(proxy_state=state)
         locked.proxy_state = state
-    stored, profile = len(request.digests), profile_for(locked)
+    stored = len(request.digests)
     if (request.mode or profile.proxy_mode) != "compact":  # observe: record only
         return ProxyPlan(session_id=locked.pk, stored=stored, compact=False)
     compaction = None
-    if check(locked, profile).should_compact:  # the pre-call check: compact first when over
+    if _over(locked, profile):  # the pre-call check, from the stored counts
         compaction = prepare_context(locked, fmt=request.provider).compaction
-    head, tail_start = _split_context(locked, state, request.provider)
+        refresh_totals(locked)
+    head, tail_start = split_context(locked, prefix, request.provider)
     if tail_start > stored:  # a retry whose stored answer is in the rewritten part
         head, tail_start = None, 0
     return ProxyPlan(
@@ -129,70 +149,94 @@ def record_answer(
     answer) is not stored again: its digest becomes an alias of the stored answer, so the
     client's next request, which carries this answer, continues the session."""
     with transaction.atomic():
-        locked = Session.objects.select_for_update().filter(pk=session_id).first()
-        state = dict(locked.proxy_state or {}) if locked is not None else {}
-        known = len(state.get("digests") or [])
-        if locked is not None and known == stored + 1 and state.get("answered") == stored:
-            aliases = dict(state.get("aliases") or {})
-            if digest != state["digests"][stored]:
-                aliases[str(stored)] = [*aliases.get(str(stored), []), digest][-8:]
-            Session.objects.filter(pk=locked.pk).update(proxy_state={**state, "aliases": aliases})
-            return True
-        if locked is None or known != stored:
+        locked = _locked(session_id)
+        if locked is None:
             return False
-        append_messages(locked, [dict(message)])
-        state["digests"] = [*state["digests"], digest]
-        if len(state.get("raw") or []) == stored:  # the client's copy will be re-serialized
-            state["raw"] = [*state["raw"], ""]
-        state["starts"] = [*state.get("starts", []), stored]
-        state["answered"] = stored
-        Session.objects.filter(pk=locked.pk).update(proxy_state=state)
-    if compact:
+        state = dict(locked.proxy_state or {})
+        prefix = PrefixMap.of(state)
+        if prefix.count == stored + 1 and prefix.answered == stored:
+            prefix.add_alias(stored, digest)
+            answered = False
+        elif prefix.count == stored:
+            profile = _profile_of(locked)
+            append_locked(locked, [dict(message)], profile=profile)
+            prefix.add_answer(digest)
+            answered = True
+        else:
+            return False
+        _keep_map(state, prefix)
+        changes: dict[str, Any] = {"proxy_state": state}
+        usage = message.get("usage")
+        over = False
+        if answered and compact and isinstance(usage, Mapping):  # what post_call_check records
+            total = usage_tokens(usage)
+            locked.last_usage = {**usage, "total_tokens": total, "at": timezone.now().isoformat()}
+            changes["last_usage"] = locked.last_usage
+            policy = policy_for(locked, profile)
+            over = policy.enabled and policy.scaled(total) >= policy.threshold
+        Session.objects.filter(pk=locked.pk).update(**changes)
+    if over:  # the post-call check queues the compaction (it records the usage again)
         post_call_check(locked, [dict(message)])
     return True
 
 
-def _append_new(locked: Session, state: dict[str, Any], request: ProxyRequest) -> None:
-    """Append the request's messages beyond the stored ones; its digests become the state's."""
-    groups = request.convert(len(state["digests"]))
+def _keep_map(state: dict[str, Any], prefix: PrefixMap) -> None:
+    """`prefix` into `state`, without the lists of the first format."""
+    for key in ("digests", "raw", "starts", "aliases", "answered"):
+        state.pop(key, None)
+    state["map"] = prefix.to_state()
+
+
+def _locked(pk: uuid.UUID) -> Session | None:
+    """The session, locked for this transaction, with its profile (one query)."""
+    rows = Session.objects.select_for_update(of=("self",)).select_related("profile")
+    return rows.filter(pk=pk).first()
+
+
+def _profile_of(session: Session) -> CompactionProfile:
+    """The session's profile (loaded with it), else the default one."""
+    if session.profile_id is not None and Session.profile.is_cached(session):
+        profile = session.profile
+        if profile is not None:
+            return profile
+    return profile_for(session)
+
+
+def _over(session: Session, profile: CompactionProfile) -> bool:
+    """The pre-call check (`services.context.check`) from the locked session's counts."""
+    tokens = session.context_tokens + session_overhead(session).total
+    policy = policy_for(session, profile)
+    return bool(policy.enabled and policy.scaled(tokens) >= policy.threshold)
+
+
+def _append_new(
+    locked: Session,
+    prefix: PrefixMap,
+    request: ProxyRequest,
+    incoming: Incoming,
+    profile: CompactionProfile,
+) -> None:
+    """Append the request's messages beyond the stored ones; the map takes them."""
+    groups = request.convert(prefix.count)
     messages = [message for group in groups for message in group]
-    known = len(state["digests"])
-    for index, group in enumerate(groups, start=known):
-        state["starts"].extend([index] * len(group))
+    starts = [index for index, group in enumerate(groups, start=prefix.count) for _ in group]
     if messages:
-        append_messages(locked, messages)
-    # The stored digests stand (they matched); the new messages' are added.
-    state["digests"] = [*state["digests"], *request.digests[known:]]
-    state["raw"] = list(getattr(request.digests, "raw", []))
+        append_locked(locked, messages, profile=profile)
+    prefix.add_starts(starts)
+    prefix.extend(incoming)
 
 
-def _continues(state: Mapping[str, Any], incoming: Sequence[str]) -> bool:
-    """True when the stored digests are a prefix of `incoming` (a retried answer's alias
-    stands for the stored answer)."""
-    stored = list(state.get("digests") or [])
-    if len(stored) > len(incoming):
-        return False
-    known, raw = list(state.get("raw") or []), list(getattr(incoming, "raw", []))
-    aliases = state.get("aliases") or {}
-    for index, mine in enumerate(stored):
-        if index < len(known) and index < len(raw) and known[index] == raw[index]:
-            continue  # sent exactly as before: no need to normalize it
-        theirs = incoming[index]
-        if mine != theirs and theirs not in aliases.get(str(index), ()):
-            return False
-    return True
-
-
-def _is_retry(state: Mapping[str, Any], request: ProxyRequest) -> bool:
-    """The same request again after its answer was stored: the stored digests minus that
+def _is_retry(
+    state: Mapping[str, Any], prefix: PrefixMap, request: ProxyRequest, incoming: Incoming
+) -> bool:
+    """The same request again after its answer was stored: the stored messages minus that
     last answer, with the same system prompt and tools."""
-    stored, incoming = list(state.get("digests") or []), request.digests
     return (
-        bool(stored)
-        and state.get("answered") == len(stored) - 1
-        and len(incoming) == len(stored) - 1
+        prefix.count > 0
+        and prefix.answered == prefix.count - 1
+        and len(incoming) == prefix.count - 1
         and state.get("overhead_digest") == overhead_digest(request.system, request.tools)
-        and _continues({**state, "digests": stored[:-1]}, incoming)
+        and prefix.continued_by(incoming, prefix.count - 1)
     )
 
 
@@ -206,21 +250,32 @@ def _side_request(owner: User, request: ProxyRequest) -> bool:
     return siblings.filter(proxy_state__has_key="tools").exists()
 
 
-def _matching(owner: User, request: ProxyRequest) -> Session | None:
+def _matching(owner: User, request: ProxyRequest, incoming: Incoming) -> uuid.UUID | None:
     """The most recent session of this conversation whose stored messages the request
-    continues or retries (a named or identified session first)."""
+    continues or retries (a named or identified session first). Only each candidate's map
+    is read, not its stored system prompt and tools."""
     mine = sessions_for(owner)
-    candidates: list[Session] = []
+    fields = ("pk", "proxy_state__provider", "proxy_state__map", "proxy_state__overhead_digest")
+    rows: list[dict[str, Any]] = []
     if request.name:
         with contextlib.suppress(ValueError):
-            candidates.extend(mine.filter(pk=uuid.UUID(request.name)))
-    candidates.extend(mine.filter(proxy_key=request.key).order_by("-updated_at")[:_CANDIDATES])
-    for session in candidates:
-        state = session.proxy_state or {}
-        if state and state.get("provider") != request.provider:
+            rows.extend(mine.filter(pk=uuid.UUID(request.name)).values(*fields))
+    keyed = mine.filter(proxy_key=request.key).order_by("-updated_at")
+    rows.extend(keyed.values(*fields)[:_CANDIDATES])
+    for row in rows:
+        provider = row["proxy_state__provider"]
+        if provider is not None and provider != request.provider:
             continue
-        if _continues(state, request.digests) or _is_retry(state, request):
-            return session
+        if row["proxy_state__map"] is not None:
+            state = {"map": row["proxy_state__map"]}
+            state["overhead_digest"] = row["proxy_state__overhead_digest"]
+        else:  # never proxied, or mapped in the first format: the whole state
+            whole = Session.objects.filter(pk=row["pk"]).values_list("proxy_state", flat=True)
+            state = whole.first() or {}
+        prefix = PrefixMap.of(state)
+        if prefix.continued_by(incoming) or _is_retry(state, prefix, request, incoming):
+            pk: uuid.UUID = row["pk"]
+            return pk
     return None
 
 
@@ -244,8 +299,7 @@ def _state_of(session: Session, provider: str) -> dict[str, Any]:
     """The session's proxy bookkeeping, started at its current end when it has none."""
     state = dict(session.proxy_state or {})
     if not state:
-        state = {"provider": provider, "offset": session.next_seq, "digests": [], "starts": []}
-    state["starts"] = list(state.get("starts") or [])
+        state = {"provider": provider, "offset": session.next_seq}
     return state
 
 
@@ -258,60 +312,3 @@ def _remember(state: dict[str, Any], request: ProxyRequest) -> None:
     if request.model:
         state["model"] = request.model
     count_overhead(state)
-
-
-def _split_context(
-    session: Session, state: Mapping[str, Any], fmt: Format
-) -> tuple[list[dict[str, Any]] | None, int]:
-    """(head in the provider's format or None when the context is the client's own
-    messages, client index where the untouched tail starts).
-
-    The tail is found from the entries' kinds and sequence numbers alone (no content is
-    read); only the rewritten head, when there is one, is loaded and rendered."""
-    plain = ExpressionWrapper(Q(content__isnull=True), output_field=BooleanField())
-    rows = list(
-        ContextEntry.objects.filter(session=session)
-        .annotate(plain=plain)
-        .order_by("position")
-        .values_list("position", "kind", "message__seq", "plain", "extra")
-    )
-    offset, starts = int(state.get("offset") or 0), list(state.get("starts") or [])
-    first = len(rows)
-    expected: int | None = None
-    while first > 0:
-        _position, kind, seq, untransformed, extra = rows[first - 1]
-        untouched = kind == ContextEntry.Kind.MESSAGE and untransformed and not extra
-        if not untouched or seq is None or not 0 <= seq - offset < len(starts):
-            break
-        if expected is not None and seq != expected:
-            break
-        expected = seq - 1
-        first -= 1
-    if first == len(rows):
-        return _head(session, None, fmt), len(state.get("digests") or [])
-    tail_start = starts[rows[first][2] - offset]
-    if first == 0 and tail_start == 0:
-        return None, 0
-    return _head(session, rows[first][0], fmt), tail_start
-
-
-def _head(session: Session, before: int | None, fmt: Format) -> list[dict[str, Any]]:
-    """The entries before position `before` (None: all), rendered."""
-    entries = ContextEntry.objects.filter(session=session)
-    if before is not None:
-        entries = entries.filter(position__lt=before)
-    return _rendered(list(entries.select_related("message").order_by("position")), fmt)
-
-
-def _rendered(entries: Sequence[ContextEntry], fmt: Format) -> list[dict[str, Any]]:
-    """The entries as request messages, without stale cache breakpoints."""
-    _system, messages, _tokens = payload_parts(entries, fmt)
-    return [_without_cache_control(message) for message in messages]
-
-
-def _without_cache_control(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_cache_control(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [_without_cache_control(item) for item in value]
-    return value

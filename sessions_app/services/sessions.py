@@ -32,6 +32,7 @@ from .policies import profile_for
 
 __all__ = [
     "MAX_CONTEXT_LIMIT",
+    "append_locked",
     "append_messages",
     "create_session",
     "delete_session",
@@ -137,6 +138,27 @@ def append_messages(
         rows = _append_validated(locked, items) if items else []
     _copy_totals(locked, session)
     return rows
+
+
+def append_locked(
+    locked: Session,
+    messages: Iterable[Mapping[str, Any]],
+    *,
+    profile: CompactionProfile | None = None,
+) -> list[Message]:
+    """`append_messages` for a caller that holds the session's lock in its own transaction
+    (the proxy: services/proxying.py): `locked` is the row it locked, with current totals,
+    so there is no savepoint and no second read. `profile`: the session's (else read)."""
+    items = _copies(messages)
+    last = (
+        ContextEntry.objects.filter(session=locked)
+        .select_related("message")
+        .order_by("-position")
+        .first()
+    )
+    previous = entry_message(last) if last is not None else None
+    _raise_problems(validate_extension(previous, items), offset=1 if previous else 0)
+    return _append_validated(locked, items, profile=profile) if items else []
 
 
 def _checked_fields(

@@ -103,7 +103,7 @@ def test_fail_open_when_storage_fails(
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("database is unavailable")
 
-    monkeypatch.setattr(proxying, "append_messages", broken)
+    monkeypatch.setattr(proxying, "append_locked", broken)
     upstream_anthropic.script(Reply.text("still answered"))
     messages: Any = [{"role": "user", "content": "hello"}]
     with caplog.at_level(logging.ERROR, logger="sessions_app"):
