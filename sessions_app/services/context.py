@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..models import CompactionProfile, Session
-from .context_text import Format, context_text, payload_parts, response_tail, system_text
+from .context_text import Format, context_text, payload_parts, system_text
 from .entries import entry_message, load_entries
 from .overhead import OVERHEAD_VALUES, overhead_values, session_overhead
 from .policies import policy_for
@@ -101,20 +101,18 @@ def context_body(
 
     The Anthropic form is spliced from each entry's stored JSON text (no decode and
     re-encode); see `context_text` for the caches. The whole response is cached for the
-    profile's limit, so a repeated read returns the same bytes. `just_read`: `session` (and
-    its profile, when loaded with it) were read from the database by this request, so
-    their state stamp and profile need no second read.
+    profile's limit and the session's overhead (a proxied session's system prompt and tool
+    definitions, counted in `tokens`), so a repeated read returns the same bytes.
+    `just_read`: `session` (and its profile, when loaded with it) were read from the
+    database by this request, so their state stamp and profile need no second read.
     """
     _check_format(fmt)
     stamp = (session.context_revision, session.version) if just_read else None
     if profile is None and just_read and Session.profile.is_cached(session):
         profile = session.profile
     limit = policy_for(session, profile).context_limit
-    text = context_text(session, fmt, limit, stamp=stamp)
     overhead = session_overhead(session).total  # a proxied session's system and tools
-    if not overhead:
-        return text.data
-    return b"".join((text.body, response_tail(fmt, text.tokens + overhead, limit)))
+    return context_text(session, fmt, limit, stamp=stamp, overhead=overhead).data
 
 
 def context_json(
