@@ -127,15 +127,21 @@ def _check_format(fmt: str) -> None:
         raise ValueError(f"unknown format {fmt!r}; known: anthropic, openai")
 
 
-def check(session: Session, profile: CompactionProfile | None = None) -> ContextCheck:
+def check(
+    session: Session, profile: CompactionProfile | None = None, *, just_read: bool = False
+) -> ContextCheck:
     """Whether to compact now, from the cached counts (a sum); `to_dict()` is the answer.
 
-    Reads the session's totals fresh from the database, so concurrent appends are seen.
+    Reads the session's totals fresh from the database, so concurrent appends are seen,
+    unless `just_read`: `session` was read from the database by this request.
     """
-    fresh = Session.objects.filter(pk=session.pk).values("context_tokens", *OVERHEAD_VALUES).first()
-    tokens = int(fresh["context_tokens"]) if fresh else session.context_tokens
+    fresh = None
+    if not just_read:
+        fresh = Session.objects.filter(pk=session.pk).values("context_tokens", *OVERHEAD_VALUES)
+    row = fresh.first() if fresh is not None else None
+    tokens = int(row["context_tokens"]) if row else session.context_tokens
     # A proxied session's system prompt and tool definitions go upstream too (overhead.py).
-    tokens += overhead_values(fresh) if fresh else session_overhead(session).total
+    tokens += overhead_values(row) if row else session_overhead(session).total
     policy = policy_for(session, profile)
     limit = policy.context_limit
     return ContextCheck(
