@@ -7,19 +7,24 @@ The Anthropic form is spliced from each entry's stored JSON text (no decode and 
 whenever the stored roles already alternate, as they nearly always do. Either form is kept
 in an in-process cache under the session's id and format, stamped with the session's
 `context_revision` and `version`. Every change to the entries bumps `version` (appends) or
-both (compaction, revert, offload), and each read compares the stamp with the database's
-first, so nothing stale is served and each process may keep its own copy. After appends
-only (same revision, higher version) the cached Anthropic text is extended with the new
-entries, unless they break the alternation, instead of being rebuilt. `limit` and `usage`
-depend on the profile, which the admin may change at any time: the profile is read on
-every request and the cached response holds the tail of the limit it was last served
-for, so a repeated read returns the cached bytes and a changed limit rewrites the tail
-only.
+both (compaction, revert, offload, a merge that updated messages in place), and each read
+compares the stamp with the database's first, so nothing stale is served and each process
+may keep its own copy. After appends only (same revision, higher version) the cached
+Anthropic text is extended with the new entries, unless they break the alternation,
+instead of being rebuilt. `limit` and `usage` depend on the profile, which the admin may
+change at any time, and `tokens` counts a proxied session's system prompt and tools
+(services/overhead.py), which the proxy may change without a new version: both are read
+on every request and the cached response holds the tail it was last served with, so a
+repeated read returns the cached bytes and a changed limit or overhead rewrites the tail.
 
 In process rather than in Django's cache: a shared cache would move megabytes per read
 (the production example uses the database as its cache), where a local hit costs nothing.
-Each response built is also written to a file (services/context_store.py), so a fresh
-process reads it instead of rebuilding it, with the same stamp check.
+Each response built is also written to a file (services/context_store.py), so a process
+without a usable copy (none, or one of an older revision) reads it instead of rebuilding
+it, with the same stamp check. A change that replaces entries ends with
+`writeback.refresh_session_totals`, which asks for `refresh_after_commit`: once committed,
+the writer rebuilds the file (only for the formats someone read), so the first read after
+a compaction, revert or offload, in any process sharing the store, finds it ready.
 """
 
 from __future__ import annotations
@@ -76,12 +81,13 @@ def cache_budget() -> int:
 
 @dataclass(frozen=True)
 class ContextText:
-    """A whole context response for one `limit`, and the state it describes.
+    """A whole context response for one `limit` and `overhead`, and the state it describes.
 
     `data[:split]` is the profile-independent part: Anthropic `{"system":…,"messages":[…`
     (its list still open), OpenAI `json.dumps({system, messages})` without the closing
-    brace; the rest is the tail `tokens`, `limit` and `usage` for `limit`, so a repeated
-    read returns `data` as it is. `open_tail` (Anthropic): the list holds a non-system
+    brace; the rest is the tail `tokens` (the entries' `tokens` plus `overhead`, a proxied
+    session's system prompt and tools), `limit` and `usage`, so a repeated read returns
+    `data` as it is. `open_tail` (Anthropic): the list holds a non-system
     message, so appended entries can only extend the list, never the system prompt;
     `last_role` is the role of its last message (an appended entry of the same role cannot
     simply be spliced after it).
