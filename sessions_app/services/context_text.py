@@ -33,7 +33,6 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
 from operator import itemgetter
 from typing import Any, Final, Literal, get_args
 
@@ -188,7 +187,11 @@ def refresh_after_commit(session_id: Any) -> None:
     Only the formats someone read (kept in memory or stored) are built; a failure only
     costs the reader a build.
     """
-    transaction.on_commit(partial(_refresh, session_id))
+
+    def refresh() -> None:  # a function, not a partial: Django logs its __qualname__
+        _refresh(session_id)
+
+    transaction.on_commit(refresh, robust=True)  # a failure never fails the write
 
 
 def _refresh(session_id: Any) -> None:

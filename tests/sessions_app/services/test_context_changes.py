@@ -234,3 +234,21 @@ def test_a_merged_import_is_read_as_a_full_build(
 @pytest.fixture
 def user_account(user: Any) -> Any:
     return user
+
+
+def test_a_failed_refresh_fails_no_write_and_the_reader_builds(
+    session: Session, django_capture_on_commit_callbacks: Any, monkeypatch: Any
+) -> None:
+    context_body(session)
+    built = context_text_module._built
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("a bug in the refresh")
+
+    monkeypatch.setattr(context_text_module, "_built", broken)
+    with django_capture_on_commit_callbacks(execute=True):
+        _compact(session)  # raises nothing
+    monkeypatch.setattr(context_text_module, "_built", built)
+    body = read_as("fresh", session, "anthropic", None)
+    assert b"THE SUMMARY" in body
+    assert body == full_build(session, "anthropic")
