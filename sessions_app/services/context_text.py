@@ -201,14 +201,30 @@ def _refresh(session_id: Any) -> None:
     try:
         stamp = _stamp(session)
         for fmt in get_args(Format):
-            old = _cache.get((session_id, fmt)) or _stored(session, fmt)
-            if stamp is None or old is None or old.stamp == stamp:
+            tail = _last_tail(session_id, fmt)  # None: nobody read this format
+            if stamp is None or tail is None or tail[0] == stamp:
                 continue
-            built = _built(session, fmt, stamp, old.limit, old.overhead)
+            built = _built(session, fmt, stamp, tail[1], tail[2])
             if _stamp(session) == stamp:
                 _keep(session, (session_id, fmt), built, stored=True)
     except (DatabaseError, OSError) as error:
         logger.warning("context: cannot refresh the stored response of %s: %s", session_id, error)
+
+
+def _last_tail(session_id: Any, fmt: Format) -> tuple[Stamp, int | None, int] | None:
+    """(stamp, limit, overhead) of the copy in memory, else of the stored one, or None."""
+    cached = _cache.get((session_id, fmt))
+    if cached is not None:
+        return cached.stamp, cached.limit, cached.overhead
+    header = context_store.header(str(session_id), fmt)
+    if header is None:
+        return None
+    try:
+        limit = None if header["limit"] is None else int(header["limit"])
+        stamp = (int(header["revision"]), int(header["version"]))
+        return stamp, limit, int(header.get("overhead") or 0)
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _keep(

@@ -252,3 +252,17 @@ def test_a_failed_refresh_fails_no_write_and_the_reader_builds(
     body = read_as("fresh", session, "anthropic", None)
     assert b"THE SUMMARY" in body
     assert body == full_build(session, "anthropic")
+
+
+def test_a_writer_with_nothing_in_memory_refreshes_the_stored_format(
+    session: Session, django_capture_on_commit_callbacks: Any
+) -> None:
+    context_body(session, "openai")  # read in another process: only the file is shared
+    clear_cache(stored=False)
+    with django_capture_on_commit_callbacks(execute=True):
+        _compact(session)
+    clear_cache(stored=False)
+    with CaptureQueriesContext(connection) as queries:
+        body = read_as("fresh", session, "openai", None)
+    assert not [q for q in queries if "sessions_app_contextentry" in q["sql"]]
+    assert body == full_build(session, "openai")
