@@ -110,7 +110,8 @@ def context_body(
     stamp = (session.context_revision, session.version) if just_read else None
     if profile is None and just_read and Session.profile.is_cached(session):
         profile = session.profile
-    limit = policy_for(session, profile).context_limit
+    # The session's own limit is the policy's (no profile read, e.g. of the default one).
+    limit = session.context_limit or policy_for(session, profile).context_limit
     overhead = session_overhead(session).total  # a proxied session's system and tools
     return context_text(session, fmt, limit, stamp=stamp, overhead=overhead).data
 

@@ -111,3 +111,19 @@ def test_check_reads_the_session_once_and_sees_appends_and_the_overhead(
     session.refresh_from_db()
     assert tokens == session.context_tokens + 7 > first + 7
     assert sum('FROM "sessions_app_session"' in q["sql"] for q in queries) == 1
+
+
+def test_context_of_a_session_with_its_own_limit_reads_no_profile(
+    api_client: JsonClient, make_session: Any
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    session = make_session(messages=[user("hi")], context_limit=1000)
+    api_client.get(f"/api/sessions/{session.pk}/context")
+    with CaptureQueriesContext(connection) as queries:
+        body = api_client.get(f"/api/sessions/{session.pk}/context").json()
+    assert body["limit"] == 1000
+    tables = [q["sql"].split(" FROM ")[1].split()[0] for q in queries]
+    assert '"sessions_app_compactionprofile"' not in tables
+    assert len(queries) == 2, "the key, then the session with its profile"
