@@ -49,7 +49,7 @@ def check_session(
     """`{should_compact, tokens, threshold, limit, usage}` from the cached token counts."""
     session = owned_session(request, session_id)
     profile = profile_for(session, payload.profile) if payload.profile else None
-    return check(session, profile).to_dict()
+    return check(session, profile, just_read=True).to_dict()
 
 
 @router.post("/{session_id}/offload", response={200: OffloadOut, **errors(400, 403, 409, 422)})

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..models import CompactionProfile, Session
-from .context_text import Format, context_text, payload_parts, response_tail, system_text
+from .context_text import Format, context_text, payload_parts, system_text
 from .entries import entry_message, load_entries
 from .overhead import OVERHEAD_VALUES, overhead_values, session_overhead
 from .policies import policy_for
@@ -101,20 +101,19 @@ def context_body(
 
     The Anthropic form is spliced from each entry's stored JSON text (no decode and
     re-encode); see `context_text` for the caches. The whole response is cached for the
-    profile's limit, so a repeated read returns the same bytes. `just_read`: `session` (and
-    its profile, when loaded with it) were read from the database by this request, so
-    their state stamp and profile need no second read.
+    profile's limit and the session's overhead (a proxied session's system prompt and tool
+    definitions, counted in `tokens`), so a repeated read returns the same bytes.
+    `just_read`: `session` (and its profile, when loaded with it) were read from the
+    database by this request, so their state stamp and profile need no second read.
     """
     _check_format(fmt)
     stamp = (session.context_revision, session.version) if just_read else None
     if profile is None and just_read and Session.profile.is_cached(session):
         profile = session.profile
-    limit = policy_for(session, profile).context_limit
-    text = context_text(session, fmt, limit, stamp=stamp)
+    # The session's own limit is the policy's (no profile read, e.g. of the default one).
+    limit = session.context_limit or policy_for(session, profile).context_limit
     overhead = session_overhead(session).total  # a proxied session's system and tools
-    if not overhead:
-        return text.data
-    return b"".join((text.body, response_tail(fmt, text.tokens + overhead, limit)))
+    return context_text(session, fmt, limit, stamp=stamp, overhead=overhead).data
 
 
 def context_json(
@@ -129,15 +128,21 @@ def _check_format(fmt: str) -> None:
         raise ValueError(f"unknown format {fmt!r}; known: anthropic, openai")
 
 
-def check(session: Session, profile: CompactionProfile | None = None) -> ContextCheck:
+def check(
+    session: Session, profile: CompactionProfile | None = None, *, just_read: bool = False
+) -> ContextCheck:
     """Whether to compact now, from the cached counts (a sum); `to_dict()` is the answer.
 
-    Reads the session's totals fresh from the database, so concurrent appends are seen.
+    Reads the session's totals fresh from the database, so concurrent appends are seen,
+    unless `just_read`: `session` was read from the database by this request.
     """
-    fresh = Session.objects.filter(pk=session.pk).values("context_tokens", *OVERHEAD_VALUES).first()
-    tokens = int(fresh["context_tokens"]) if fresh else session.context_tokens
+    fresh = None
+    if not just_read:
+        fresh = Session.objects.filter(pk=session.pk).values("context_tokens", *OVERHEAD_VALUES)
+    row = fresh.first() if fresh is not None else None
+    tokens = int(row["context_tokens"]) if row else session.context_tokens
     # A proxied session's system prompt and tool definitions go upstream too (overhead.py).
-    tokens += overhead_values(fresh) if fresh else session_overhead(session).total
+    tokens += overhead_values(row) if row else session_overhead(session).total
     policy = policy_for(session, profile)
     limit = policy.context_limit
     return ContextCheck(

@@ -25,7 +25,7 @@ from typing import Any
 
 from django.conf import settings
 
-__all__ = ["clear", "load", "remove", "save", "store_dir"]
+__all__ = ["clear", "header", "load", "remove", "save", "store_dir"]
 
 logger = logging.getLogger("sessions_app")
 
@@ -50,6 +50,16 @@ def load(key: str, fmt: str) -> tuple[dict[str, Any], bytes] | None:
     if not isinstance(header, dict) or len(data) != header.get("size"):
         return None  # a partly written or foreign file
     return header, data
+
+
+def header(key: str, fmt: str) -> dict[str, Any] | None:
+    """The header stored for session `key` in `fmt` (the response not read), or None."""
+    try:
+        with _path(key, fmt).open("rb") as stored:
+            found = json.loads(stored.readline())
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def save(key: str, fmt: str, header: dict[str, Any], data: bytes) -> None:

@@ -7,30 +7,38 @@ The Anthropic form is spliced from each entry's stored JSON text (no decode and 
 whenever the stored roles already alternate, as they nearly always do. Either form is kept
 in an in-process cache under the session's id and format, stamped with the session's
 `context_revision` and `version`. Every change to the entries bumps `version` (appends) or
-both (compaction, revert, offload), and each read compares the stamp with the database's
-first, so nothing stale is served and each process may keep its own copy. After appends
-only (same revision, higher version) the cached Anthropic text is extended with the new
-entries, unless they break the alternation, instead of being rebuilt. `limit` and `usage`
-depend on the profile, which the admin may change at any time: the profile is read on
-every request and the cached response holds the tail of the limit it was last served
-for, so a repeated read returns the cached bytes and a changed limit rewrites the tail
-only.
+both (compaction, revert, offload, a merge that updated messages in place), and each read
+compares the stamp with the database's first, so nothing stale is served and each process
+may keep its own copy. After appends only (same revision, higher version) the cached
+Anthropic text is extended with the new entries, unless they break the alternation,
+instead of being rebuilt. `limit` and `usage` depend on the profile, which the admin may
+change at any time, and `tokens` counts a proxied session's system prompt and tools
+(services/overhead.py), which the proxy may change without a new version: both are read
+on every request and the cached response holds the tail it was last served with, so a
+repeated read returns the cached bytes and a changed limit or overhead rewrites the tail.
 
 In process rather than in Django's cache: a shared cache would move megabytes per read
 (the production example uses the database as its cache), where a local hit costs nothing.
-Each response built is also written to a file (services/context_store.py), so a fresh
-process reads it instead of rebuilding it, with the same stamp check.
+Each response built is also written to a file (services/context_store.py), so a process
+without a usable copy (none, or one of an older revision) reads it instead of rebuilding
+it, with the same stamp check. A change that replaces entries ends with
+`writeback.refresh_session_totals`, which asks for `refresh_after_commit`: once committed,
+the writer rebuilds the file (only for the formats someone read), so the first read after
+a compaction, revert or offload, in any process sharing the store, finds it ready.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final, Literal
+from operator import itemgetter
+from typing import Any, Final, Literal, get_args
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
+from django.db import DatabaseError, transaction
 from django.db.models import TextField
 from django.db.models.functions import Cast, Coalesce
 
@@ -49,9 +57,12 @@ __all__ = [
     "clear_cache",
     "context_text",
     "payload_parts",
+    "refresh_after_commit",
     "response_tail",
     "system_text",
 ]
+
+logger = logging.getLogger("sessions_app")
 
 Format = Literal["anthropic", "openai"]
 #: (context_revision, version) of a session as read from the database.
@@ -69,12 +80,13 @@ def cache_budget() -> int:
 
 @dataclass(frozen=True)
 class ContextText:
-    """A whole context response for one `limit`, and the state it describes.
+    """A whole context response for one `limit` and `overhead`, and the state it describes.
 
     `data[:split]` is the profile-independent part: Anthropic `{"system":…,"messages":[…`
     (its list still open), OpenAI `json.dumps({system, messages})` without the closing
-    brace; the rest is the tail `tokens`, `limit` and `usage` for `limit`, so a repeated
-    read returns `data` as it is. `open_tail` (Anthropic): the list holds a non-system
+    brace; the rest is the tail `tokens` (the entries' `tokens` plus `overhead`, a proxied
+    session's system prompt and tools), `limit` and `usage`, so a repeated read returns
+    `data` as it is. `open_tail` (Anthropic): the list holds a non-system
     message, so appended entries can only extend the list, never the system prompt;
     `last_role` is the role of its last message (an appended entry of the same role cannot
     simply be spliced after it).
@@ -90,6 +102,7 @@ class ContextText:
     fmt: Format
     open_tail: bool
     last_role: str = ""
+    overhead: int = 0
 
     @property
     def stamp(self) -> Stamp:
@@ -101,12 +114,12 @@ class ContextText:
         """The profile-independent part of `data` (no copy)."""
         return memoryview(self.data)[: self.split]
 
-    def for_limit(self, limit: int | None) -> ContextText:
-        """This text with the tail of `limit` (itself when it has it already)."""
-        if limit == self.limit:
+    def with_tail(self, limit: int | None, overhead: int) -> ContextText:
+        """This text with the tail of `limit` and `overhead` (itself when it has it already)."""
+        if limit == self.limit and overhead == self.overhead:
             return self
-        data = b"".join((self.body, response_tail(self.fmt, self.tokens, limit)))
-        return replace(self, data=data, limit=limit)
+        tail = response_tail(self.fmt, self.tokens + overhead, limit)
+        return replace(self, data=b"".join((self.body, tail)), limit=limit, overhead=overhead)
 
 
 _cache: SizedCache[ContextText] = SizedCache(cache_budget, lambda text: len(text.data))
@@ -120,40 +133,98 @@ def clear_cache(*, stored: bool = True) -> None:
 
 
 def context_text(
-    session: Session, fmt: Format, limit: int | None, *, stamp: Stamp | None = None
+    session: Session,
+    fmt: Format,
+    limit: int | None,
+    *,
+    stamp: Stamp | None = None,
+    overhead: int = 0,
 ) -> ContextText:
     """The context response of `session` for `limit` as the database holds it now (cached).
 
     `stamp`: the session's (context_revision, version) when the caller has just read them
-    (the API reads the session row anyway); otherwise they are read here.
+    (the API reads the session row anyway); otherwise they are read here. `overhead`: the
+    tokens the response counts besides the entries (a proxied session's system and tools).
     """
     key = (session.pk, fmt)
     stamp = stamp or _stamp(session)
     if stamp is None:  # deleted meanwhile: nothing worth caching
-        return _built(session, fmt, (0, 0), limit)
+        return _built(session, fmt, (0, 0), limit, overhead)
     cached = _cache.get(key)
     if cached is not None and cached.stamp == stamp:
-        found = cached.for_limit(limit)
+        found = cached.with_tail(limit, overhead)
         if found is not cached:
             _cache.put(key, found)
         return found
-    fresh = cached is None
-    if fresh and cache_budget() > 0:  # no budget: no cache of any kind
-        cached = _stored(session, fmt)
+    loaded = False
+    if (cached is None or not _appended_only(cached, stamp)) and cache_budget() > 0:
+        # Nothing usable in memory (none, or an older revision): another process may have
+        # stored this state (a writer refreshes it after replacing entries) or an older one.
+        stored = _stored(session, fmt)
+        if stored is not None and (stored.stamp == stamp or _appended_only(stored, stamp)):
+            cached, loaded = stored, True
     if cached is not None and cached.stamp == stamp:
-        return _keep(session, key, cached.for_limit(limit), stored=False)
+        return _keep(session, key, cached.with_tail(limit, overhead), stored=False)
     if cached is not None and _appended_only(cached, stamp):
-        extended = _extended(cached, session, stamp, limit)
+        extended = _extended(cached, session, stamp, limit, overhead)
         after = _stamp(session)
         if extended is not None and after == stamp:
-            return _keep(session, key, extended, stored=fresh)
+            return _keep(session, key, extended, stored=loaded)
         if extended is not None and after is not None and after[0] == stamp[0]:
             return extended  # more appends meanwhile: right for now, but not for `stamp`
         # Otherwise entries were replaced meanwhile: one full query is a consistent view.
-    built = _built(session, fmt, stamp, limit)
+    built = _built(session, fmt, stamp, limit, overhead)
     if _stamp(session) == stamp:
         _keep(session, key, built, stored=True)
     return built
+
+
+def refresh_after_commit(session_id: Any) -> None:
+    """Once the current transaction commits, rebuild the stored responses of `session_id`.
+
+    For a change that replaced entries (compaction, revert, offload): the writer builds the
+    new state once, so the first read after it, in any process sharing the store, needn't.
+    Only the formats someone read (kept in memory or stored) are built; a failure only
+    costs the reader a build.
+    """
+
+    def refresh() -> None:  # a function, not a partial: Django logs its __qualname__
+        _refresh(session_id)
+
+    transaction.on_commit(refresh, robust=True)  # a failure never fails the write
+
+
+def _refresh(session_id: Any) -> None:
+    if cache_budget() <= 0:
+        return
+    session = Session(pk=session_id)
+    try:
+        stamp = _stamp(session)
+        for fmt in get_args(Format):
+            tail = _last_tail(session_id, fmt)  # None: nobody read this format
+            if stamp is None or tail is None or tail[0] == stamp:
+                continue
+            built = _built(session, fmt, stamp, tail[1], tail[2])
+            if _stamp(session) == stamp:
+                _keep(session, (session_id, fmt), built, stored=True)
+    except (DatabaseError, OSError) as error:
+        logger.warning("context: cannot refresh the stored response of %s: %s", session_id, error)
+
+
+def _last_tail(session_id: Any, fmt: Format) -> tuple[Stamp, int | None, int] | None:
+    """(stamp, limit, overhead) of the copy in memory, else of the stored one, or None."""
+    cached = _cache.get((session_id, fmt))
+    if cached is not None:
+        return cached.stamp, cached.limit, cached.overhead
+    header = context_store.header(str(session_id), fmt)
+    if header is None:
+        return None
+    try:
+        limit = None if header["limit"] is None else int(header["limit"])
+        stamp = (int(header["revision"]), int(header["version"]))
+        return stamp, limit, int(header.get("overhead") or 0)
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _keep(
@@ -162,18 +233,23 @@ def _keep(
     """Cache `text` in this process (and in the store: `stored`); return it."""
     _cache.put(key, text)
     if stored and len(text.data) <= cache_budget():  # the store keeps what the cache may
-        header = {
-            "revision": text.revision,
-            "version": text.version,
-            "last_position": text.last_position,
-            "tokens": text.tokens,
-            "split": text.split,
-            "limit": text.limit,
-            "open_tail": text.open_tail,
-            "last_role": text.last_role,
-        }
+        header = {name: getattr(text, name) for name in _HEADER}
         context_store.save(str(session.pk), text.fmt, header, text.data)
     return text
+
+
+#: The fields of a ContextText the store keeps in its header (besides `data` and `fmt`).
+_HEADER: Final = (
+    "revision",
+    "version",
+    "last_position",
+    "tokens",
+    "split",
+    "limit",
+    "open_tail",
+    "last_role",
+    "overhead",
+)
 
 
 def _stored(session: Session, fmt: Format) -> ContextText | None:
@@ -194,6 +270,7 @@ def _stored(session: Session, fmt: Format) -> ContextText | None:
             fmt=fmt,
             open_tail=bool(header["open_tail"]),
             last_role=str(header["last_role"]),
+            overhead=int(header.get("overhead") or 0),
         )
     except (KeyError, TypeError, ValueError):
         return None
@@ -245,7 +322,9 @@ def _appended_only(cached: ContextText, stamp: Stamp) -> bool:
     return cached.open_tail and cached.revision == stamp[0] and cached.version < stamp[1]
 
 
-def _built(session: Session, fmt: Format, stamp: Stamp, limit: int | None) -> ContextText:
+def _built(
+    session: Session, fmt: Format, stamp: Stamp, limit: int | None, overhead: int
+) -> ContextText:
     if fmt == "openai":
         entries = load_entries(session)
         system, messages, tokens = payload_parts(entries, fmt)
@@ -255,11 +334,12 @@ def _built(session: Session, fmt: Format, stamp: Stamp, limit: int | None) -> Co
             *stamp,
             last_position=entries[-1].position if entries else -1,
             tokens=tokens,
-            data=body + response_tail(fmt, tokens, limit),
+            data=body + response_tail(fmt, tokens + overhead, limit),
             split=len(body),
             limit=limit,
             fmt=fmt,
             open_tail=False,
+            overhead=overhead,
         )
     rows = _raw_rows(session)
     head = 0
@@ -268,7 +348,7 @@ def _built(session: Session, fmt: Format, stamp: Stamp, limit: int | None) -> Co
     system = system_text([{"role": "system", "content": json.loads(r[3])} for r in rows[:head]])
     listed, last_role = _listed(rows[head:], after="")
     tokens = sum(row[2] for row in rows)
-    tail = response_tail(fmt, tokens, limit)
+    tail = response_tail(fmt, tokens + overhead, limit)
     # One encode of the whole response (the tail is ASCII): no copy of megabytes after.
     data = f'{{"system":{json.dumps(system)},"messages":[{listed}{tail.decode()}'.encode()
     return ContextText(
@@ -281,11 +361,12 @@ def _built(session: Session, fmt: Format, stamp: Stamp, limit: int | None) -> Co
         fmt=fmt,
         open_tail=head < len(rows),
         last_role=last_role,
+        overhead=overhead,
     )
 
 
 def _extended(
-    cached: ContextText, session: Session, stamp: Stamp, limit: int | None
+    cached: ContextText, session: Session, stamp: Stamp, limit: int | None, overhead: int
 ) -> ContextText | None:
     """The cached Anthropic text with the entries appended since (None: nothing new found,
     or the new entries do not simply continue the alternation)."""
@@ -298,12 +379,13 @@ def _extended(
         *stamp,
         last_position=rows[-1][0],
         tokens=tokens,
-        data=b"".join((cached.body, added, response_tail(cached.fmt, tokens, limit))),
+        data=b"".join((cached.body, added, response_tail(cached.fmt, tokens + overhead, limit))),
         split=cached.split + len(added),
         limit=limit,
         fmt=cached.fmt,
         open_tail=True,
         last_role=rows[-1][1],
+        overhead=overhead,
     )
 
 
@@ -337,7 +419,11 @@ def _raw_rows(session: Session, *, after: int | None = None) -> list[Row]:
     entries = ContextEntry.objects.filter(session=session)
     if after is not None:
         entries = entries.filter(position__gt=after)
-    return list(entries.order_by("position").values_list("position", "role", "token_count", raw))
+    # Sorted here rather than by the database, whose sort copies every content it read:
+    # on PostgreSQL the query took about twice as long with it (bench/api.py, "rebuilt").
+    rows = list(entries.order_by().values_list("position", "role", "token_count", raw))
+    rows.sort(key=itemgetter(0))
+    return rows
 
 
 def _joined(rows: Sequence[Row]) -> str:

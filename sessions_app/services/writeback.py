@@ -21,6 +21,7 @@ from compaction import SUMMARY_KEY, is_summary_message, message_token_counts, to
 from ..models import Compaction, ContextEntry, Session
 from ..storage import delete_stored_quietly
 from .archives import ArchivedEntry, ArchiveHeader, write_archive
+from .context_text import refresh_after_commit
 from .entries import ENTRY_KEY, load_entries, split_message, tagged_message
 from .errors import Conflict, InvariantError
 
@@ -159,6 +160,7 @@ def refresh_session_totals(session: Session, *, bump_revision: bool) -> None:
         # (docs/behaviour.md#runtime-context-and-history).
         session.context_revision += 1
         session.last_usage = None
+        refresh_after_commit(session.pk)  # the stored context response, for the next read
     session.save(
         update_fields=[
             "context_tokens",

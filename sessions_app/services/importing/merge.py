@@ -50,6 +50,7 @@ _COUNTERS: Final = [
     "history_tokens",
     "context_tokens",
     "version",
+    "context_revision",
     "last_usage",
     "model",
     "title",
@@ -346,6 +347,7 @@ class _Merger:
             session.last_usage = usage if self.added else None
         else:
             session.version += 1
+            session.context_revision += 1 if self.updated else 0  # contents changed in place
         last = self.last_time or self.fallback  # saving puts the import time: auto_now
         session.save(update_fields=_COUNTERS)
         stamp_times(session, None, last)

@@ -90,3 +90,40 @@ def test_offload_over_http(api_client: JsonClient, make_session: Any) -> None:
     bad = api_client.post(f"/api/sessions/{session.pk}/offload", {"min_chars": -1})
     assert bad.status_code == 422
     assert bad.json()["detail"][0]["path"] == "min_chars"
+
+
+def test_check_reads_the_session_once_and_sees_appends_and_the_overhead(
+    api_client: JsonClient, make_session: Any
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from sessions_app.models import Session
+    from sessions_app.services.sessions import append_messages
+
+    session = make_session(messages=[user("hi")], context_limit=1000)
+    url = f"/api/sessions/{session.pk}/check"
+    first = api_client.post(url).json()["tokens"]
+    append_messages(session, [assistant("a longer answer than the question was")])
+    Session.objects.filter(pk=session.pk).update(proxy_state={"system_tokens": 7})
+    with CaptureQueriesContext(connection) as queries:
+        tokens = api_client.post(url).json()["tokens"]
+    session.refresh_from_db()
+    assert tokens == session.context_tokens + 7 > first + 7
+    assert sum('FROM "sessions_app_session"' in q["sql"] for q in queries) == 1
+
+
+def test_context_of_a_session_with_its_own_limit_reads_no_profile(
+    api_client: JsonClient, make_session: Any
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    session = make_session(messages=[user("hi")], context_limit=1000)
+    api_client.get(f"/api/sessions/{session.pk}/context")
+    with CaptureQueriesContext(connection) as queries:
+        body = api_client.get(f"/api/sessions/{session.pk}/context").json()
+    assert body["limit"] == 1000
+    tables = [q["sql"].split(" FROM ")[1].split()[0] for q in queries]
+    assert '"sessions_app_compactionprofile"' not in tables
+    assert len(queries) == 2, "the key, then the session with its profile"

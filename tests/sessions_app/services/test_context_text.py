@@ -270,3 +270,20 @@ def test_limit_changes_are_served_from_the_cached_response(
     assert entry_queries(lambda: context_body(session)) == 0
     assert json.loads(context_body(session))["limit"] == 50_000
     assert context_body(session) == uncached(session)
+
+
+def test_a_proxied_sessions_overhead_is_part_of_the_cached_response(
+    make_session: Any, conversation: Any
+) -> None:
+    session = make_session(messages=conversation(2))
+    overhead = {"system_tokens": 40, "tools_tokens": 300}
+    Session.objects.filter(pk=session.pk).update(proxy_state=overhead)
+    session.refresh_from_db()
+    first = context_body(session)
+    assert json.loads(first)["tokens"] == session.context_tokens + 340
+    assert context_body(session) is first, "the cached bytes, not joined again per read"
+    Session.objects.filter(pk=session.pk).update(proxy_state={**overhead, "system_tokens": 50})
+    session.refresh_from_db()
+    assert entry_queries(lambda: context_body(session)) == 0
+    assert json.loads(context_body(session))["tokens"] == session.context_tokens + 350
+    assert context_body(session) == uncached(session)
