@@ -98,7 +98,7 @@ def test_offloading_after_a_racing_writer_takes_the_next_name(tmp_path: Path) ->
     existing file stays and the reference names the file that holds this content."""
     store = _blob_store(tmp_path, _Forgetful)
     store.write("tool-result-call_0.md", b"an earlier turn's output")
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "user", "content": "run it"},
         {
             "role": "assistant",
