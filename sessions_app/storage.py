@@ -2,7 +2,10 @@
 
 Offloaded tool results and other engine blobs go to the default storage (a directory under
 CTXWEB_DATA_DIR by default, any Django storage backend in production) below a per-session
-prefix, so nothing an engine step writes can land outside it.
+prefix, so nothing an engine step writes can land outside it. Nothing stored is ever replaced:
+`create` (the engine's `ExclusiveBlobStore`) refuses a taken name, `write` takes a free one next
+to it. The guarantee is the storage's: FileSystemStorage creates with `O_EXCL`; django-storages'
+S3 backend checks for a taken name only with `file_overwrite: false` (docs/deployment.md).
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ BLOB_PREFIX: Final = "offload"
 
 
 class DjangoStorageBlobStore:
-    """Blobs as files of a Django storage, below `prefix`; unsafe names are refused."""
+    """Blobs as files of a Django storage, below `prefix`; unsafe names are refused and no
+    stored blob is ever replaced (an `ExclusiveBlobStore`)."""
 
     def __init__(self, prefix: str, storage: Storage | None = None) -> None:
         self.prefix = prefix.strip("/")
@@ -42,15 +46,35 @@ class DjangoStorageBlobStore:
         return joined
 
     def write(self, name: str, data: bytes) -> str:
-        """Store `data` under `name` (replacing it); the location is a local path or a URL."""
+        """Store `data` under `name`, or under a free name next to it when `name` is taken
+        (nothing stored is ever replaced); the location is a local path or a URL."""
+        return self.location(self._save(self.name_for(name), data))
+
+    def create(self, name: str, data: bytes) -> str | None:
+        """Store `data` under exactly `name` unless something is there already (then None).
+
+        The exclusive creation of `ExclusiveBlobStore`: `Storage.save` never replaces a file
+        (FileSystemStorage opens with `O_EXCL` and moves on to a free name), so a blob that
+        appeared between the `exists` check and the save makes the save land elsewhere: that
+        copy is deleted again and the name counts as taken.
+        """
         target = self.name_for(name)
         try:
             if self.storage.exists(target):
-                self.storage.delete(target)
-            stored = self.storage.save(target, ContentFile(data))
+                return None
+        except (OSError, SuspiciousFileOperation) as error:
+            raise BlobStoreError(f"could not check {target}: {error}") from error
+        stored = self._save(target, data)
+        if stored != target:  # another writer created `target` meanwhile
+            delete_stored_quietly(stored, self.storage)
+            return None
+        return self.location(stored)
+
+    def _save(self, target: str, data: bytes) -> str:
+        try:
+            return str(self.storage.save(target, ContentFile(data)))
         except (OSError, SuspiciousFileOperation) as error:
             raise BlobStoreError(f"could not write {target}: {error}") from error
-        return self.location(stored)
 
     def exists(self, name: str) -> bool:
         """True when something is stored under `name`."""
@@ -76,10 +100,11 @@ class DjangoStorageBlobStore:
             return str(self.storage.url(stored))
 
 
-def delete_stored_quietly(storage_name: str) -> None:
-    """Delete a file of the default storage; a failure is logged, never raised (best effort)."""
+def delete_stored_quietly(storage_name: str, storage: Storage | None = None) -> None:
+    """Delete a file of `storage` (the default storage when None); a failure is logged, never
+    raised (best effort)."""
     try:
-        default_storage.delete(storage_name)
+        (storage or default_storage).delete(storage_name)
     except OSError:
         logger.warning(
             "could not delete a stored file", exc_info=True, extra={"file": storage_name}

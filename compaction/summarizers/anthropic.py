@@ -13,14 +13,20 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import SummaryError
 from .base import SummaryRequest
 from .prompt import SYSTEM_PROMPT, build_user_prompt
-from .sdk import RETRYABLE_STATUS_CODES, import_sdk, status_error, usable_cut
+from .sdk import (
+    RETRYABLE_STATUS_CODES,
+    import_sdk,
+    log_answer,
+    log_request,
+    status_error,
+    usable_cut,
+)
 
 if TYPE_CHECKING:
     import anthropic
@@ -75,29 +81,16 @@ class AnthropicSummarizer:
     def summarize(self, request: SummaryRequest) -> str:
         """One Messages API call; the summary text, or SummaryError with a reason."""
         max_tokens = self.max_tokens or request.max_tokens
-        logger.info(
-            "requesting summary of %d messages from %s",
-            len(request.messages),
-            self.model,
-            extra={"model": self.model, "max_tokens": max_tokens},
-        )
-        started = time.monotonic()
+        started = log_request(self.model, len(request.messages), max_tokens)
         response = self._create(request, max_tokens)
-        elapsed_ms = round((time.monotonic() - started) * 1000)
         stop_reason = getattr(response, "stop_reason", None)
         usage = getattr(response, "usage", None)
-        logger.info(
-            "summary answer from %s in %d ms (stop_reason %s)",
+        log_answer(
             self.model,
-            elapsed_ms,
-            stop_reason,
-            extra={
-                "model": self.model,
-                "duration_ms": elapsed_ms,
-                "stop_reason": stop_reason,
-                "input_tokens": getattr(usage, "input_tokens", None),
-                "output_tokens": getattr(usage, "output_tokens", None),
-            },
+            started,
+            ("stop_reason", stop_reason),
+            getattr(usage, "input_tokens", None),
+            getattr(usage, "output_tokens", None),
         )
         return summary_text(getattr(response, "content", None), stop_reason)
 

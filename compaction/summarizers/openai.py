@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from ..errors import SummaryError
 from .base import SummaryRequest
 from .prompt import SYSTEM_PROMPT, build_user_prompt
-from .sdk import import_sdk, status_error, strip_reasoning, usable_cut
+from .sdk import import_sdk, log_answer, log_request, status_error, strip_reasoning, usable_cut
 
 if TYPE_CHECKING:
     import openai
@@ -100,30 +99,17 @@ class OpenAISummarizer:
         if self._client is None:
             raise SummaryError("api_error", self._client_error, retryable=False)
         max_tokens = self.max_tokens or request.max_tokens
-        logger.info(
-            "requesting summary of %d messages from %s",
-            len(request.messages),
-            self.model,
-            extra={"model": self.model, "max_tokens": max_tokens},
-        )
-        started = time.monotonic()
+        started = log_request(self.model, len(request.messages), max_tokens)
         response = self._create(request, max_tokens)
-        elapsed_ms = round((time.monotonic() - started) * 1000)
         choices = getattr(response, "choices", None) or []
         finish = getattr(choices[0], "finish_reason", None) if choices else None
         usage = getattr(response, "usage", None)
-        logger.info(
-            "summary answer from %s in %d ms (finish_reason %s)",
+        log_answer(
             self.model,
-            elapsed_ms,
-            finish,
-            extra={
-                "model": self.model,
-                "duration_ms": elapsed_ms,
-                "stop_reason": finish,
-                "input_tokens": getattr(usage, "prompt_tokens", None),
-                "output_tokens": getattr(usage, "completion_tokens", None),
-            },
+            started,
+            ("finish_reason", finish),
+            getattr(usage, "prompt_tokens", None),
+            getattr(usage, "completion_tokens", None),
         )
         if not choices:
             raise SummaryError("content_none", "the answer has no choices")

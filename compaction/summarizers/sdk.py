@@ -1,5 +1,6 @@
 """What the API summarizers share: importing their SDK lazily, and reading an HTTP answer
-into a `SummaryError` (retry hints, context-window errors) or a usable summary text.
+into a `SummaryError` (retry hints, context-window errors) or a usable summary text; the two
+log records of every call (`log_request`, `log_answer`).
 
 The SDKs are optional dependencies (extras of the `ctxweb` package): `import compaction`
 never imports them; a summarizer imports its SDK when it is created and, when the SDK is
@@ -10,12 +11,13 @@ from __future__ import annotations
 
 import email.utils
 import importlib
+import logging
 import math
 import re
 import time
 from collections.abc import Mapping
 from types import ModuleType
-from typing import Final
+from typing import Any, Final
 
 from ..errors import SummaryError
 from .prompt import CUT_MARKER
@@ -23,11 +25,15 @@ from .prompt import CUT_MARKER
 __all__ = [
     "RETRYABLE_STATUS_CODES",
     "import_sdk",
+    "log_answer",
+    "log_request",
     "retry_after_seconds",
     "status_error",
     "strip_reasoning",
     "usable_cut",
 ]
+
+logger = logging.getLogger("compaction")
 
 #: Statuses worth another attempt: rate limits, timeouts, conflicts, server errors, overload.
 RETRYABLE_STATUS_CODES: Final = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -136,3 +142,36 @@ def strip_reasoning(text: str) -> tuple[str, bool]:
     answer was cut while thinking) runs to the end."""
     stripped, count = _THINK.subn("", text)
     return stripped.strip(), count > 0
+
+
+def log_request(model: str, message_count: int, max_tokens: int) -> float:
+    """Log a summary request about to be sent; the `time.monotonic()` it was sent at."""
+    logger.info(
+        "requesting summary of %d messages from %s",
+        message_count,
+        model,
+        extra={"model": model, "max_tokens": max_tokens},
+    )
+    return time.monotonic()
+
+
+def log_answer(
+    model: str, started: float, reason: tuple[str, Any], input_tokens: Any, output_tokens: Any
+) -> None:
+    """Log a summary answer: its time since `started` and `reason` ((the API's name for its
+    stop reason, the value)); the usage as the API reported it."""
+    elapsed_ms = round((time.monotonic() - started) * 1000)
+    name, value = reason
+    logger.info(
+        f"summary answer from %s in %d ms ({name} %s)",
+        model,
+        elapsed_ms,
+        value,
+        extra={
+            "model": model,
+            "duration_ms": elapsed_ms,
+            "stop_reason": value,
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+        },
+    )

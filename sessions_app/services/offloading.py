@@ -13,7 +13,7 @@ from typing import Any
 
 from django.db import transaction
 
-from compaction import BlobStore, BlobStoreError, message_token_counts, offload_tool_results
+from compaction import BlobStoreError, message_token_counts, offload_tool_results
 
 from ..models import ContextEntry, Session
 from ..storage import BLOB_PREFIX, DjangoStorageBlobStore
@@ -92,15 +92,23 @@ def offload_session(session: Session, *, min_chars: int | None = None) -> Offloa
 
 
 class _NamesWritten:
-    """A BlobStore that remembers the relative names written through it."""
+    """An ExclusiveBlobStore that remembers the relative names created through it (the
+    engine then creates each file exclusively: a concurrent offload never replaces one)."""
 
-    def __init__(self, store: BlobStore) -> None:
+    def __init__(self, store: DjangoStorageBlobStore) -> None:
         self.store = store
         self.names: list[str] = []
 
     def write(self, name: str, data: bytes) -> str:
-        location = self.store.write(name, data)
-        self.names.append(name)
+        location = self.create(name, data)
+        if location is None:
+            raise BlobStoreError(f"{name} exists already")
+        return location
+
+    def create(self, name: str, data: bytes) -> str | None:
+        location = self.store.create(name, data)
+        if location is not None:
+            self.names.append(name)
         return location
 
     def exists(self, name: str) -> bool:

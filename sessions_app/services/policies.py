@@ -116,14 +116,17 @@ def summarizer_for(profile: CompactionProfile) -> Summarizer:
     if kind == CompactionProfile.SummarizerKind.ANTHROPIC or (
         kind == CompactionProfile.SummarizerKind.AUTO and api_key and model
     ):
-        return AnthropicSummarizer(
-            model,
-            max_tokens=profile.summary_max_tokens,
-            timeout=profile.summary_timeout_seconds,
-            api_key=api_key or None,
-            base_url=_setting("ANTHROPIC_BASE_URL"),
+        return _anthropic(
+            model, max_tokens=profile.summary_max_tokens, timeout=profile.summary_timeout_seconds
         )
     return ExtractiveSummarizer()
+
+
+def _anthropic(model: str, **values: Any) -> AnthropicSummarizer:
+    """An AnthropicSummarizer; the key and base URL of the settings where none is given."""
+    values["api_key"] = values.get("api_key") or _setting("ANTHROPIC_API_KEY")
+    values["base_url"] = values.get("base_url") or _setting("ANTHROPIC_BASE_URL")
+    return AnthropicSummarizer(model, **values)
 
 
 def _config_of(profile: CompactionProfile) -> SummarizerConfig | None:
@@ -163,9 +166,7 @@ def _configured(config: SummarizerConfig, profile: CompactionProfile) -> Summari
 def _build(config: SummarizerConfig, values: dict[str, Any]) -> Summarizer:
     model = values.pop("model")
     if config.provider == Provider.ANTHROPIC:
-        values["api_key"] = values["api_key"] or _setting("ANTHROPIC_API_KEY")
-        values["base_url"] = values["base_url"] or _setting("ANTHROPIC_BASE_URL")
-        return AnthropicSummarizer(model or "", **values)
+        return _anthropic(model or "", **values)
     if config.provider == Provider.OPENAI:
         # No key and no base URL: the SDK reads OPENAI_API_KEY and OPENAI_BASE_URL.
         return OpenAISummarizer(model or "", **values)

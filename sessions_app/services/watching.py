@@ -47,7 +47,12 @@ _AGENT_FILE = re.compile(r"^agent-(.+)\.jsonl$")
 
 @dataclass(frozen=True)
 class FileSync:
-    """What one scan did with one file; `done` is false when it must be tried again."""
+    """What one scan did with one file; `done` is false when it must be tried again.
+
+    `added`, `updated` and `compactions` count the rows this scan wrote (messages appended,
+    messages changed, compaction points made) in every session the file feeds, its inline
+    subagents included: summed over the scans of a growing file, they equal what one import
+    of the whole file stores."""
 
     path: str
     session_id: str = ""
@@ -229,9 +234,11 @@ class _Sync:
             if self.session is None:
                 self.session = self._find(imported, parent)
             if self.session is None:
-                self.session = store_imported(self.owner, imported, parent=parent)[0]
-                self.added += len(imported.messages)
-                self.compactions += len(imported.compactions)
+                stored = store_imported(self.owner, imported, parent=parent)
+                self.session = stored[0]
+                # Its inline subagents (sidechains) are stored with it: counted too.
+                self.added += sum(each.message_count for each in stored)
+                self.compactions += sum(each.compaction_count for each in stored)
                 return len(imported.messages)
             result = merge_imported(self.session, imported, start_seq=seq)
             self.added += result.added

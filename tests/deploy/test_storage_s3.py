@@ -54,7 +54,7 @@ def bucket(s3_endpoint: str) -> Iterator[Any]:
 
 
 def _options(endpoint: str) -> dict[str, Any]:
-    return {"bucket_name": BUCKET, "endpoint_url": endpoint, **CREDENTIALS}
+    return {"bucket_name": BUCKET, "endpoint_url": endpoint, "file_overwrite": False, **CREDENTIALS}
 
 
 @pytest.fixture
@@ -108,6 +108,18 @@ def test_compaction_archive_offload_and_revert_work_on_s3(s3_storage: Any, db: A
 
     delete_session(session)
     assert _keys(s3_storage) == [], "deleting the session removes its objects"
+
+
+def test_no_stored_object_is_replaced_on_s3(s3_storage: Any) -> None:
+    from sessions_app.storage import DjangoStorageBlobStore
+
+    store = DjangoStorageBlobStore("offload/s1")
+    store.write("tool-result-a.md", b"first")
+
+    assert store.create("tool-result-a.md", b"second") is None
+    store.write("tool-result-a.md", b"third")
+    assert store.read("tool-result-a.md") == b"first"
+    assert len(_keys(s3_storage)) == 2
 
 
 @pytest.mark.slow

@@ -1,7 +1,9 @@
 """Where the sample transcripts are, and what importing each one must give.
 
-The copies in tests/fixtures/samples (with their SOURCES.md) make the tests independent of
-the shared folder; the shared folder (<repo>/../shared/samples) is checked too when present.
+The samples are part of the repository (tests/fixtures/samples, byte-for-byte copies of MIT
+files, attributed in its SOURCES.md and LICENSES.md), so the tests that use them always run,
+in a fresh clone too. The shared folder they came from (<repo>/../shared/samples) is only
+compared with the copies, when it is present.
 """
 
 from __future__ import annotations
@@ -19,11 +21,9 @@ WORKTREES: Final = "claude-code-worktrees-session/ef958aa1-0e93-49f0-bb71-150f63
 
 
 def samples_dir() -> Path:
-    """The sample folder (the copy in the repo first); skips the test when there is none."""
-    for folder in (FIXTURE_SAMPLES, SHARED_SAMPLES):
-        if (folder / "SOURCES.md").is_file():
-            return folder
-    pytest.skip("no sample transcripts (tests/fixtures/samples or ../shared/samples)")
+    """The sample folder of the repository (never skipped: a missing copy is a failure)."""
+    assert (FIXTURE_SAMPLES / "SOURCES.md").is_file(), f"{FIXTURE_SAMPLES} is incomplete"
+    return FIXTURE_SAMPLES
 
 
 def shared_samples_dir() -> Path:
@@ -39,7 +39,7 @@ def session_files(folder: Path) -> list[str]:
         str(path.relative_to(folder))
         for path in folder.rglob("*")
         if path.is_file()
-        and path.name != "SOURCES.md"
+        and path.suffix != ".md"
         and "subagents" not in path.parts
         and not path.name.endswith(".meta.json")
     )

@@ -9,20 +9,17 @@
 
 `POST /v1/messages` answers with the scripted replies in order, then with `default`
 (a plain success), each with its extra response headers (`Retry-After`, ...). Every
-request is recorded. `tests/support/fake_openai.py` serves Chat Completions the same way.
-Nothing here reaches the network: the server binds 127.0.0.1 on an ephemeral port and runs
-in a background thread.
+request is recorded. `tests/support/fake_openai.py` serves Chat Completions the same way;
+both run on the one server of `tests/support/fake_server.py` (127.0.0.1, an ephemeral port,
+a background thread: nothing here reaches the network).
 """
 
 from __future__ import annotations
 
-import itertools
-import json
-import threading
-from collections import deque
 from dataclasses import dataclass, field, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any
+
+from tests.support.fake_server import FakeServer, RecordedRequest
 
 __all__ = ["FakeAnthropic", "RecordedRequest", "Reply"]
 
@@ -119,109 +116,15 @@ class Reply:
 _NULL: Any = object()  # marks `content: null` in a success body
 
 
-@dataclass(frozen=True)
-class RecordedRequest:
-    """One request the fake received."""
+class FakeAnthropic(FakeServer):
+    """The fake Messages API. `script()` sets the replies; `requests` records what came in."""
 
-    method: str
-    path: str
-    headers: dict[str, str]  # lowercased names
-    body: Any
-
-    @property
-    def api_key(self) -> str | None:
-        """The credential sent, as `x-api-key` or as an `authorization: Bearer` token."""
-        if "x-api-key" in self.headers:
-            return self.headers["x-api-key"]
-        authorization = self.headers.get("authorization", "")
-        return authorization.removeprefix("Bearer ") if authorization else None
-
-    @property
-    def prompt(self) -> str:
-        """The text of the last user message (the summary prompt)."""
-        content = self.body["messages"][-1]["content"]
-        if isinstance(content, str):
-            return content
-        return "\n".join(block.get("text", "") for block in content)
-
-
-class FakeAnthropic:
-    """The fake server. `script()` sets the replies; `requests` records what came in."""
-
-    #: The one path the server answers; `base_url` is what an SDK client is given.
+    #: The one path the server answers.
     path = "/v1/messages"
-    url_suffix = ""
+    paths: tuple[str, ...] = (path,)
 
     def __init__(self, default: Reply | None = None) -> None:
-        self.default = default or Reply.text()
-        self.requests: list[RecordedRequest] = []
-        self._replies: deque[Reply] = deque()
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._ids = itertools.count(1)
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def base_url(self) -> str:
-        """`http://127.0.0.1:<port>`, for the SDK's base_url."""
-        if self._server is None:
-            raise RuntimeError("FakeAnthropic is not started")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}{self.url_suffix}"
-
-    def start(self) -> Self:
-        """Bind 127.0.0.1 on a free port and serve in a daemon thread."""
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving; hanging replies are released at once."""
-        self._stopping.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def script(self, *replies: Reply) -> None:
-        """Replace the queue of replies."""
-        with self._lock:
-            self._replies = deque(replies)
-
-    def enqueue(self, *replies: Reply) -> None:
-        """Append replies to the queue."""
-        with self._lock:
-            self._replies.extend(replies)
-
-    def reset(self) -> None:
-        """Forget the recorded requests and the queue."""
-        with self._lock:
-            self._replies.clear()
-            self.requests.clear()
-
-    @property
-    def remaining(self) -> int:
-        """Scripted replies not used yet."""
-        return len(self._replies)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    # --- used by the handler -------------------------------------------------------------
-
-    def _take(self, request: RecordedRequest) -> Reply:
-        with self._lock:
-            self.requests.append(request)
-            return self._replies.popleft() if self._replies else self.default
+        super().__init__(default or Reply.text())
 
     def _error_body(self, status: int, message: str) -> Any:
         return Reply.error(status, "not_found_error", message).body
@@ -239,45 +142,3 @@ class FakeAnthropic:
             "stop_sequence": None,
             "usage": {"input_tokens": 10, "output_tokens": 5},
         }
-
-
-def _handler_for(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            try:
-                body = json.loads(raw or b"null")
-            except ValueError:
-                body = raw.decode("utf-8", "replace")
-            headers = {key.lower(): value for key, value in self.headers.items()}
-            request = RecordedRequest("POST", self.path, headers, body)
-            if self.path.split("?")[0] != fake.path:
-                self._send(404, fake._error_body(404, self.path))
-                return
-            reply = fake._take(request)
-            if reply.delay and fake._stopping.wait(reply.delay):
-                return  # the server is stopping: drop the hanging request
-            payload = reply.body if reply.body is not None else fake._success_body(reply, body)
-            self._send(reply.status, payload, reply.headers)
-
-        def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(payload).encode("utf-8")
-            try:
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.send_header("request-id", "req_fake")
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (timeout): nothing to answer
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # keep test output clean
-
-    return Handler

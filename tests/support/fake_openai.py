@@ -100,6 +100,7 @@ class FakeOpenAI(FakeAnthropic):
     """The fake Chat Completions server; `base_url` ends with `/v1`, as the SDK expects."""
 
     path = "/v1/chat/completions"
+    paths: tuple[str, ...] = (path,)
     url_suffix = "/v1"
 
     def __init__(self, default: Reply | None = None) -> None:

@@ -8,7 +8,10 @@ while no tool call waits for its result and no compaction boundary waits for its
 - Claude Code: a user prompt or the first line of a new API response (sessions_app/importers/
   claude_code.py merges the lines of one response and the results answering it);
 - Codex: a user message or the first item of a new model turn after its tool results
-  (sessions_app/importers/codex.py).
+  (sessions_app/importers/codex.py). A provider `compaction` item is a boundary too: the
+  `compacted` line that follows it is the same compaction (it brings the summary and the
+  replacement history), so the complete part ends before the item until that line, or any
+  other item, has arrived.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...importers.provider_compaction import COMPACTION_BLOCK_TYPES
+
 __all__ = ["Cuts", "find_cuts"]
 
 _CODEX_CALLS = frozenset(
@@ -25,6 +30,7 @@ _CODEX_CALLS = frozenset(
 )
 #: Server-side calls: the rollout records no result for them.
 _CODEX_SERVER_CALLS = frozenset({"web_search_call", "image_generation_call"})
+_CODEX_COMPACTIONS = COMPACTION_BLOCK_TYPES
 _CODEX_OUTPUTS = frozenset(
     {
         "function_call_output",
@@ -129,18 +135,21 @@ class _Codex:
     results: bool = False
     calls: set[str] = field(default_factory=set)
     answered: set[str] = field(default_factory=set)
-    boundary_open: bool = False  # Codex writes a compaction as one line
+    boundary_open: bool = False  # a provider compaction item waiting for its `compacted` line
 
     def starts_clean(self, record: Mapping[str, Any]) -> bool:
         """Note `record`; True when a parse starting at it matches the whole file's."""
         item = record.get("payload") if "payload" in record else record
         if record.get("type") == "compacted":
             self._reset()
+            self.boundary_open = False
         if "payload" in record and record.get("type") != "response_item":
             return False
         if not isinstance(item, Mapping):
             return False
         kind = item.get("type")
+        # Any other item comes between: the importer no longer joins the two (codex.py).
+        self.boundary_open = kind in _CODEX_COMPACTIONS
         pending = bool(self.calls - self.answered)
         if kind in _CODEX_OUTPUTS:
             self.answered.add(str(item.get("call_id")))
@@ -162,9 +171,11 @@ class _Codex:
             return clean
         return False
 
-    def boundary_opened(self, record: Mapping[str, Any]) -> bool:  # noqa: ARG002 (protocol)
-        """Codex compactions are single lines: never open."""
-        return False
+    def boundary_opened(self, record: Mapping[str, Any]) -> bool:
+        """True when `record` is a provider compaction item (its `compacted` line follows)."""
+        item = record.get("payload") if "payload" in record else record
+        in_items = "payload" not in record or record.get("type") == "response_item"
+        return in_items and isinstance(item, Mapping) and item.get("type") in _CODEX_COMPACTIONS
 
     def _reset(self) -> None:
         self.reply = self.results = False

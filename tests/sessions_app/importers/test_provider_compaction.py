@@ -271,3 +271,47 @@ def test_watched_transcript_gets_the_provider_marker_as_it_arrives(
     assert Message.objects.filter(session=session).count() == 5
     assert Compaction.objects.get(session=session).summary == SUMMARY
     assert session.metadata["cost"]["totalCostUSD"] == 0.5
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("summary", ["", "The user said hi."])
+@pytest.mark.parametrize("split", [3, 4])
+def test_a_codex_compaction_item_and_its_compacted_line_in_two_scans_are_one_marker(
+    user: Any, tmp_path: Any, split: int, summary: str
+) -> None:
+    """The rollout is written in two parts, scanned after each: the item and its `compacted`
+    line (the same compaction) make one marker, as when the file is read in one go."""
+    from sessions_app.models import Compaction, Session
+    from sessions_app.services.watching import Watcher
+
+    history = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+        {"type": "compaction_summary", "encrypted_content": "z" * 12},
+    ]
+    lines = [
+        jsonl(record)
+        for record in (
+            _codex_line("session_meta", {"id": "rollout-2"}),
+            _codex_message("user", "hi"),
+            _codex_message("assistant", "hello"),
+            _codex_line("response_item", COMPACTION_ITEM),
+            _codex_line("compacted", {"message": summary, "replacement_history": history}),
+            _codex_message("user", "go on"),
+            _codex_message("assistant", "going on"),
+        )
+    ]
+    target = tmp_path / "watched" / "rollout.jsonl"
+    target.parent.mkdir()
+    watcher = Watcher(user, [target.parent])
+    target.write_text("".join(lines[: split + 1]), encoding="utf-8")
+    first = watcher.scan()
+    with open(target, "a", encoding="utf-8") as file:
+        file.write("".join(lines[split + 1 :]))
+    second = watcher.scan()
+
+    session = Session.objects.get(source_path=str(target))
+    [marker] = Compaction.objects.filter(session=session)
+    assert session.compaction_count == 1
+    assert marker.summary == (summary or OPAQUE)
+    assert "compacted" in marker.details["source"]  # the line's data joined the item's
+    assert sum(sync.compactions for sync in (*first, *second)) == 1

@@ -24,14 +24,6 @@ from sessions_app.models import CompactionJob, Session
 from sessions_app.services.heartbeat import read_worker_heartbeat, write_worker_heartbeat
 from sessions_app.services.jobs import enqueue_compaction
 
-# On the PostgreSQL pass this module hung in CI (the in-process worker and the test's own
-# connection; see the closing note of stop 9). The reconnect itself is covered on
-# PostgreSQL by tests/deploy/test_database_outage.py, with a real worker process.
-pytestmark = pytest.mark.skipif(
-    connection.vendor == "postgresql",
-    reason="in-process worker tests run on SQLite; see tests/deploy/test_database_outage.py",
-)
-
 LOST = "server closed the connection unexpectedly"
 
 
@@ -158,10 +150,18 @@ def test_other_database_errors_still_stop_the_worker(queued: Any) -> None:
 # --- the heartbeat -------------------------------------------------------------------------
 
 
-@pytest.mark.django_db
+# transaction=True: the worker closes old connections on every loop (django-tasks-db), which on
+# PostgreSQL closes the connection holding a test's transaction (SQLite's in-memory test
+# database ignores the close): the worker then waited for the database for ever.
+@pytest.mark.django_db(transaction=True)
 def test_the_command_writes_a_heartbeat_with_its_worker_id(monkeypatch: Any) -> None:
     # The worker's SIGTERM/SIGINT handlers would outlive the command in this process.
     monkeypatch.setattr(ReconnectingWorker, "configure_signals", lambda self: None)
+
+    def fail(self: ReconnectingWorker, error: BaseException) -> None:
+        raise AssertionError(f"the worker lost the database: {error}")
+
+    monkeypatch.setattr(ReconnectingWorker, "reconnect", fail)  # a failure, never a wait
     call_command(
         "db_worker", "--batch", "--no-reload", "--no-startup-delay", "--worker-id", "beat-1"
     )

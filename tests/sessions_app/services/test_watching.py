@@ -59,7 +59,22 @@ def _grow(lines: list[bytes], target: Path, watcher: Watcher) -> list[int]:
     return counts
 
 
-@pytest.mark.parametrize("name", [CLAUDE, CODEX])
+@pytest.mark.parametrize(
+    "name",
+    [
+        CLAUDE,
+        CODEX,
+        pytest.param(
+            "agentsessions_claude_small.coverage.jsonl",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="known defect: a file that starts with sidechain lines, whose main "
+                "thread's first parent is a sidechain line, is read again from its cut as a "
+                "different branch and its messages are appended again (49 rows, not 7)",
+            ),
+        ),
+    ],
+)
 def test_a_transcript_appended_line_by_line_equals_a_one_shot_import(
     user: Any, tmp_path: Path, name: str
 ) -> None:
@@ -236,3 +251,44 @@ def test_markers_appear_as_boundaries_arrive(user: Any, tmp_path: Path, make: An
         (c.summary, c.first_seq, c.last_seq) for c in theirs
     ]
     assert [c.parent_id is not None for c in mine] == [c.parent_id is not None for c in theirs]
+
+
+def _totals(user: Any) -> tuple[int, int]:
+    sessions = Session.objects.filter(owner=user)
+    return (
+        Message.objects.filter(session__in=sessions).count(),
+        Compaction.objects.filter(session__in=sessions).count(),
+    )
+
+
+def test_the_counters_include_inline_subagents(user: Any, tmp_path: Path) -> None:
+    """A Claude Code file with a sidechain read in one scan: its subagent's messages are
+    stored with it, and counted."""
+    source = samples.samples_dir() / "agentsessions_claude_small.coverage.jsonl"
+    target = tmp_path / "watched" / "s.jsonl"
+    target.parent.mkdir()
+    shutil.copy(source, target)
+    [sync] = Watcher(user, [target.parent]).scan()
+    assert Session.objects.filter(owner=user, parent__isnull=False).exists()
+    assert (sync.added, sync.compactions) == _totals(user)
+
+
+@pytest.mark.parametrize("parts", [2, 5])
+def test_the_counters_of_a_growing_file_add_up_to_what_it_stored(
+    user: Any, tmp_path: Path, parts: int
+) -> None:
+    lines = (samples.samples_dir() / CODEX).read_bytes().splitlines(keepends=True)
+    target = tmp_path / "watched" / "rollout.jsonl"
+    target.parent.mkdir()
+    target.touch()
+    watcher = Watcher(user, [target.parent])
+    size = -(-len(lines) // parts)
+    added = compactions = 0
+    for start in range(0, len(lines), size):
+        with open(target, "ab") as file:
+            file.write(b"".join(lines[start : start + size]))
+        for sync in watcher.scan():
+            added += sync.added
+            compactions += sync.compactions
+    assert (added, compactions) == _totals(user)
+    assert compactions == samples.EXPECTED[CODEX]["counts"]["compactions"]

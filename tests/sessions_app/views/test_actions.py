@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from django.conf import settings
 from django.test import Client
 from django.urls import reverse
 
 from sessions_app.models import Compaction, CompactionJob, ContextEntry, Session
 from sessions_app.services.sessions import create_session
+from tests.sessions_app import samples
 from tests.support.histories import exchange, system
 from tests.support.histories import user as user_message
 
@@ -218,9 +217,7 @@ def test_posts_need_the_csrf_token(ui_session: UiSession, user: Any) -> None:
 
 
 def test_import_a_transcript_and_see_its_compactions(logged_in: Client, user: Any) -> None:
-    sample = Path(settings.CTXWEB_SAMPLES_DIR) / "cclog_dag_compact_after_rewind.synthetic.jsonl"
-    if not sample.exists():
-        pytest.skip("sample transcripts not available")
+    sample = samples.samples_dir() / "cclog_dag_compact_after_rewind.synthetic.jsonl"
     with sample.open("rb") as handle:
         response = logged_in.post(
             reverse("ui:import"), {"file": handle, "format": "", "title": "Imported one"}
