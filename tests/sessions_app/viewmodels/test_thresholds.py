@@ -26,7 +26,11 @@ def test_no_recorded_threshold_is_one_line_at_the_current_one() -> None:
 
 
 def test_each_threshold_is_drawn_up_to_the_compaction_that_ran_under_it() -> None:
-    drops = [(20, record(1, 300)), (50, record(2, 300)), (70, record(3, 400))]
+    drops: list[tuple[float, Compaction]] = [
+        (20, record(1, 300)),
+        (50, record(2, 300)),
+        (70, record(3, 400)),
+    ]
     assert segments(drops, 500) == [
         (0, 50, 300, (1, 2), False),
         (50, 70, 400, (3,), False),
