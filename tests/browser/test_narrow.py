@@ -213,7 +213,9 @@ def test_the_log_with_an_offload_the_files_failures_and_the_admin_fit_a_phone(
     session = browser_session.session
     long_name = "toolu_" + "a_very_long_tool_use_identifier_" * 3
     output = "a long line of tool output " * 200  # one line, no break
-    append_messages(session, [user("log?"), *exchange(long_name, "Bash", {}, output), assistant(".")])
+    append_messages(
+        session, [user("log?"), *exchange(long_name, "Bash", {}, output), assistant(".")]
+    )
     result = offload_session(session, min_chars=500)
     assert result.compaction is not None
     phone.set_viewport_size({"width": width, "height": 844})
