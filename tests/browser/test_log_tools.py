@@ -62,7 +62,8 @@ def test_the_timeline_draws_each_threshold_over_the_time_it_applied(
     spans = lines.evaluate_all(
         "ls => ls.map(l => [l.x1.baseVal.value, l.x2.baseVal.value, l.y1.baseVal.value])"
     )
-    assert spans[0][1] == spans[1][0] and spans[1][1] == spans[2][0], "one line, in steps"
+    assert spans[0][1] == spans[1][0], "one line, in steps"
+    assert spans[1][1] == spans[2][0], "one line, in steps"
     assert recorded == 5400
     assert spans[0][2] > spans[2][2] > spans[1][2], "higher thresholds are drawn higher"
     titles = lines.evaluate_all("ls => ls.map(l => l.querySelector('title').textContent)")
