@@ -33,6 +33,5 @@ def test_older_rows_get_their_limits_from_the_recorded_policy(make_session: Any)
         (r.context_limit, r.threshold_tokens, r.hard_limit)
         for r in Compaction.objects.filter(pk__in=[r.pk for r in rows]).order_by("number")
     ]
-    assert filled == [(8000, 6000, 8000), (8000, 6000, 7900), (None, None, None)] + [
-        (None, None, None)
-    ]
+    unknown = (None, None, None)
+    assert filled == [(8000, 6000, 8000), (8000, 6000, 7900), unknown, unknown]
