@@ -91,3 +91,15 @@ def test_the_log_shows_the_limits_in_force(logged_in: Client, offloaded: Session
     html = log_html(logged_in, offloaded)
     assert "data-limits-in-force" in html
     assert "Limits in force" in html
+
+
+def test_an_offload_has_no_marker_in_the_history(logged_in: Client, offloaded: Session) -> None:
+    history = logged_in.get(
+        reverse("ui:tab", args=[offloaded.pk, "history"]), HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert 'data-compaction="1"' not in history
+    api = logged_in.get(f"/api/sessions/{offloaded.pk}/history").json()
+    assert api["compactions"] == []
+    page = logged_in.get(reverse("ui:session", args=[offloaded.pk])).content.decode()
+    # The timeline marks it, linking to its row in the log.
+    assert 'href="?tab=log#log-1" class="drop drop-offload" data-drop="1"' in page
