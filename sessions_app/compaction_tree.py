@@ -9,8 +9,9 @@ Only succeeded compactions are in the tree: a failed or a reverted compaction fo
 nothing, so it has no children here; nor does an offload's record (strategy `offload`,
 services/offloading.py), which changes entries in place and has no marker. A compaction
 whose recorded parent is failed or reverted hangs from the nearest succeeded ancestor up the
-parent chain (whose range holds its range), or is at the top when there is none. (Reverting a compaction also unlinks its
-children; the rule covers imported or older data where the link stayed.)
+parent chain (whose range holds its range), or is at the top when there is none.
+(Reverting a compaction also unlinks its children; the rule covers imported or older data
+where the link stayed.)
 
 Pure arrangement: no queries (the selectors read the rows, sessions_app/selectors/compactions.py).
 """
