@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import PASSWORD, login, wait_for_htmx_idle
+from .conftest import ARTIFACTS, PASSWORD, login, wait_for_htmx_idle
 
 pytestmark = [
     pytest.mark.browser,
@@ -21,14 +21,18 @@ BIG_OUTPUT = "a long line of tool output\n" * 40
 
 
 @pytest.fixture
-def tab(browser: Any) -> Iterator[Any]:
+def tab(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
     """A page that accepts every confirmation (the page fixture accepts only reverts)."""
     context = browser.new_context(viewport={"width": 1440, "height": 1000})
     context.set_default_timeout(10_000)
     page = context.new_page()
     page.on("dialog", lambda dialog: dialog.accept())
     yield page
-    context.close()
+    ARTIFACTS.mkdir(exist_ok=True)
+    try:
+        page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+    finally:
+        context.close()
 
 
 def with_big_result(session: Any) -> None:
@@ -182,3 +186,33 @@ def test_the_admin_edits_file_view_tools_one_per_line(
     error = page.locator(".field-file_view_tools .errorlist")
     error.wait_for()
     assert "Not a tool name: 'read file'" in error.inner_text()
+
+
+def test_a_late_preview_never_replaces_the_running_job(
+    page: Any, live_server: Any, browser_session: Any, scripted_summaries: None
+) -> None:
+    from sessions_app.models import CompactionJob
+    from sessions_app.services.jobs import run_job
+
+    held: list[Any] = []
+    login(page, live_server.url)
+    page.goto(f"{live_server.url}/sessions/{browser_session.session.pk}/")
+    page.locator("#history").wait_for()
+    page.route("**/compact/preview/", lambda route: held.append(route))
+    page.click("#preview-button")
+    page.click("#compact-button")
+    page.locator("#compact-job-output .job").wait_for()
+    assert held, "the preview request is held back"
+    held[0].continue_()  # the preview answers late, after the job started
+    wait_for_htmx_idle(page)
+    assert page.locator("#compact-job-output .job").count() == 1
+    assert page.locator("#compact-job-output #compact-preview").count() == 0
+    job = CompactionJob.objects.get()
+    run_job(str(job.pk))
+    page.wait_for_selector("#compact-job-output .job[data-job-status='succeeded']")
+    wait_for_htmx_idle(page)
+    assert page.locator("#compact-job-output .job").count() == 1
+    job.refresh_from_db()
+    assert job.compaction is not None
+    link = page.locator(f"#compact-job-output [data-compaction-link='{job.compaction.number}']")
+    assert link.get_attribute("href") == f"?tab=history#compaction-{job.compaction.number}"
