@@ -55,6 +55,8 @@ def test_the_log_shows_the_offload_with_its_files(logged_in: Client, offloaded: 
         assert re.search(rf'data-offload-file="{name}">{name}</a> <span class="muted">[\d.]+', html)
         assert logged_in.get(url).content.decode() == OUTPUT * (size // len(OUTPUT))
     assert "Undo offload" in html
+    assert "2 results</small>" not in html
+    assert " 2 results to files</small>" in html
     assert "Before / after" not in html  # nothing was summarized
     session = Session.objects.get(pk=offloaded.pk)
     assert session.compaction_count == 0
