@@ -13,7 +13,6 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from compaction import STEPS, Policy, PolicyError
-from compaction.policy import DEFAULT_FILE_VIEW_TOOLS
 
 from .models import CompactionProfile
 
@@ -163,7 +162,7 @@ class ToolNamesField(forms.CharField):
     """
 
     def __init__(self, **kwargs: Any) -> None:
-        placeholder = "\n".join(DEFAULT_FILE_VIEW_TOOLS)
+        placeholder = "\n".join(Policy().file_view_tools)  # the engine's list
         kwargs.setdefault(
             "widget",
             forms.Textarea(attrs={"rows": 4, "cols": 40, "placeholder": placeholder}),

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.forms.models import model_to_dict
 from django.test import Client
 
-from compaction.policy import DEFAULT_FILE_VIEW_TOOLS
+from compaction import Policy
 from sessions_app.admin_forms import RATIO_FIELDS, CompactionProfileForm, percent_text
 from sessions_app.models import CompactionProfile
 
@@ -60,7 +60,7 @@ def test_the_form_shows_one_name_per_line_and_the_engine_list_as_placeholder() -
     html = str(CompactionProfileForm(instance=profile)["file_view_tools"])
     assert "<textarea" in html
     assert ">\nRead\nview</textarea>" in html
-    assert "\n".join(DEFAULT_FILE_VIEW_TOOLS) in html  # the placeholder
+    assert "\n".join(Policy().file_view_tools) in html  # the placeholder
 
 
 def test_the_admin_page_saves_them(db: Any) -> None:
