@@ -4,7 +4,9 @@ every field's help text, and the engine Policy's own checks as field errors
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from typing import Any, Final
 
 from django import forms
@@ -90,8 +92,9 @@ HELP_TEXTS: Final[dict[str, str]] = {
     "middle_start": "% of the context (by tokens) where smart truncation's middle starts.",
     "middle_end": "% of the context (by tokens) where smart truncation's middle ends; above "
     "the start.",
-    "file_view_tools": 'Tool names whose calls view a file, as a JSON list, e.g. ["Read", '
-    '"view"]; their results are folded to outlines. Empty: the engine\'s list.',
+    "file_view_tools": "Tool names whose calls view a file, one per line (or separated by "
+    "commas), e.g. Read; their results are folded to outlines. Names are matched exactly, "
+    "case included. Empty: the engine's list (shown greyed when empty).",
     "fold_max_tokens": "Tokens: the most a file's folded outline may take.",
     "fold_merge_functions": "Show runs of function names on one line in outlines.",
     "fold_max_line_span": "Lines: a run of function names on one outline line spans at "
@@ -148,10 +151,59 @@ class StepsField(forms.MultipleChoiceField):
         return [step for step in STEPS if step in chosen]
 
 
+#: A tool name: no whitespace, comma or quote; at most 128 characters.
+TOOL_NAME: Final = re.compile(r"[^\s,\"']{1,128}")
+
+
+class ToolNamesField(forms.CharField):
+    """Tool names edited one per line (commas also separate them), stored as a JSON list.
+
+    A JSON list typed or posted as before (`["Read", "view"]`) is read too.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        placeholder = "\n".join(Policy().file_view_tools)  # the engine's list
+        kwargs.setdefault(
+            "widget",
+            forms.Textarea(attrs={"rows": 4, "cols": 40, "placeholder": placeholder}),
+        )
+        super().__init__(required=False, strip=True, **kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return "\n".join(str(name) for name in value)
+        return value
+
+    def clean(self, value: Any) -> list[str]:
+        text = str(super().clean(value) or "")
+        if text.startswith("["):
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                raise ValidationError("Not a valid list: write one tool name per line.") from None
+            if not isinstance(parsed, list) or not all(isinstance(n, str) for n in parsed):
+                raise ValidationError("Write one tool name per line.")
+            names = [n.strip() for n in parsed]
+        else:
+            names = [n.strip() for n in re.split(r"[\n,]", text)]
+        names = [n for n in names if n]
+        bad = [n for n in names if not TOOL_NAME.fullmatch(n)]
+        if bad:
+            raise ValidationError(
+                f"Not a tool name: {bad[0]!r} (no spaces or quotes, at most 128 characters; "
+                "one name per line).",
+                code="tool_name",
+            )
+        return list(dict.fromkeys(names))  # each name once, in the order written
+
+
 class CompactionProfileForm(forms.ModelForm):  # type: ignore[type-arg]
     """A profile form whose clean() builds the engine Policy: its errors become field errors."""
 
     steps = StepsField(help_text=HELP_TEXTS["steps"])
+    file_view_tools = ToolNamesField(
+        label="File view tools", help_text=HELP_TEXTS["file_view_tools"]
+    )
 
     class Meta:
         model = CompactionProfile

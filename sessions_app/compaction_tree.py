@@ -6,10 +6,12 @@ their ranges nest inside its range. `GET /api/sessions/{id}/history` (its `compa
 and the history tab draw this same tree.
 
 Only succeeded compactions are in the tree: a failed or a reverted compaction folds
-nothing, so it has no children here. A compaction whose recorded parent is failed or
-reverted hangs from the nearest succeeded ancestor up the parent chain (whose range holds
-its range), or is at the top when there is none. (Reverting a compaction also unlinks its
-children; the rule covers imported or older data where the link stayed.)
+nothing, so it has no children here; nor does an offload's record (strategy `offload`,
+services/offloading.py), which changes entries in place and has no marker. A compaction
+whose recorded parent is failed or reverted hangs from the nearest succeeded ancestor up the
+parent chain (whose range holds its range), or is at the top when there is none.
+(Reverting a compaction also unlinks its children; the rule covers imported or older data
+where the link stayed.)
 
 Pure arrangement: no queries (the selectors read the rows, sessions_app/selectors/compactions.py).
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sessions_app.models import Compaction
+from sessions_app.services.offloading import OFFLOAD_STRATEGY
 
 __all__ = ["CompactionTree"]
 
@@ -36,7 +39,9 @@ class CompactionTree:
         everything = {c.pk: c for c in compactions}
         self.by_number = {c.number: c for c in everything.values()}
         self.active = {
-            pk: c for pk, c in everything.items() if c.status == Compaction.Status.SUCCEEDED
+            pk: c
+            for pk, c in everything.items()
+            if c.status == Compaction.Status.SUCCEEDED and c.strategy != OFFLOAD_STRATEGY
         }
         self._parent: dict[int, int | None] = {
             pk: self._effective_parent(c, everything) for pk, c in self.active.items()

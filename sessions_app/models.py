@@ -327,6 +327,16 @@ class Compaction(models.Model):
     failure_reason = models.CharField(max_length=64, blank=True)
     details = models.JSONField(default=dict, blank=True, help_text="Steps, events, import data.")
     archive = models.FileField(upload_to="archives/", blank=True)
+    # The policy in force when it ran (None: not known, e.g. an imported compaction).
+    context_limit = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Tokens: the context limit in force when it ran."
+    )
+    threshold_tokens = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Tokens: the compaction threshold in force when it ran."
+    )
+    hard_limit = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Tokens: the hard limit in force when it ran."
+    )
 
     class Meta:
         ordering = ["session", "number"]

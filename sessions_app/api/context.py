@@ -58,4 +58,4 @@ def offload(
 ) -> dict[str, Any]:
     """Write large tool results to files; the runtime context keeps references."""
     session = owned_session(request, session_id)
-    return asdict(offload_session(session, min_chars=payload.min_chars))
+    return asdict(offload_session(session, min_chars=payload.min_chars, trigger="api"))

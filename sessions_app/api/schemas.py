@@ -218,6 +218,10 @@ class CompactionOut(Schema):
     duration_ms: int
     failure_reason: str | None
     children: list[int]
+    #: The limits in force when it ran, in tokens (null: not known, e.g. imported).
+    context_limit: int | None = None
+    threshold_tokens: int | None = None
+    hard_limit: int | None = None
 
 
 class CompactionDetailOut(CompactionOut):
@@ -282,6 +286,8 @@ class OffloadOut(Schema):
     entries_changed: int
     tokens_before: int
     tokens_after: int
+    #: The compaction log's record of this offload (undo it with its revert); null: none.
+    compaction: int | None = None
 
 
 class StatelessCompactIn(Schema):

@@ -105,6 +105,9 @@ def compaction_dict(
         "duration_ms": compaction.duration_ms,
         "failure_reason": compaction.failure_reason or None,
         "children": sorted(children or []),
+        "context_limit": compaction.context_limit,
+        "threshold_tokens": compaction.threshold_tokens,
+        "hard_limit": compaction.hard_limit,
     }
 
 

@@ -208,7 +208,11 @@ def _enforce_hard_limit(
             "compacted_message_count": result.removed_message_count,
             "retained_message_count": len(result.messages),
         },
-        details={"profile": profile.name, "detail": dict(result.detail)},
+        details={
+            "profile": profile.name,
+            "policy": policy.to_dict(),
+            "detail": dict(result.detail),
+        },
     )
     try:
         compaction = commit_context(snapshot, result.messages, meta)

@@ -13,7 +13,7 @@ from django.utils import timezone
 from ..models import Compaction, Session
 from ..nul import strip_nul
 from .failure_errors import with_failure_error
-from .writeback import CommitMeta, next_number
+from .writeback import CommitMeta, next_number, policy_in_force
 
 __all__ = ["record_failure"]
 
@@ -52,6 +52,7 @@ def record_failure(
                 status=Compaction.Status.FAILED,
                 failure_reason=strip_nul(reason[:64]),
                 details=strip_nul(with_failure_error(meta.details, reason, error)),
+                **policy_in_force(meta.details),
             )
     except Session.DoesNotExist:
         return None

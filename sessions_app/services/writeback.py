@@ -26,13 +26,18 @@ from .entries import ENTRY_KEY, load_entries, split_message, tagged_message
 from .errors import Conflict, InvariantError
 
 __all__ = [
+    "IN_FORCE_FIELDS",
     "CommitMeta",
     "ContextSnapshot",
     "commit_context",
     "next_number",
+    "policy_in_force",
     "refresh_session_totals",
     "take_snapshot",
 ]
+
+#: The Compaction fields that keep the limits in force when it ran (`policy_in_force`).
+IN_FORCE_FIELDS = ("context_limit", "threshold_tokens", "hard_limit")
 
 
 @dataclass
@@ -134,6 +139,26 @@ def commit_context(
     return compaction
 
 
+def policy_in_force(details: Mapping[str, Any]) -> dict[str, int | None]:
+    """The Compaction fields of the limits in force, from the policy a run recorded in its
+    details (`details["policy"]`, Policy.to_dict()); all None when it recorded none."""
+    policy = details.get("policy")
+    unknown: dict[str, int | None] = dict.fromkeys(IN_FORCE_FIELDS)
+    if not isinstance(policy, Mapping):
+        return unknown
+    try:
+        limit = int(policy["context_limit"])
+        threshold = int(limit * float(policy["trigger_ratio"]))
+        hard = policy.get("hard_limit")
+        return {
+            "context_limit": limit,
+            "threshold_tokens": threshold,
+            "hard_limit": int(hard) if hard is not None else limit,
+        }
+    except (KeyError, TypeError, ValueError):
+        return unknown
+
+
 def next_number(session: Session) -> int:
     """The next compaction number of a (locked) session."""
     top = Compaction.objects.filter(session=session).aggregate(top=Max("number"))["top"]
@@ -151,9 +176,12 @@ def refresh_session_totals(session: Session, *, bump_revision: bool) -> None:
     )
     session.context_tokens = int(totals["tokens"] or 0)
     session.context_entry_count = int(totals["count"] or 0)
-    session.compaction_count = Compaction.objects.filter(
-        session=session, status=Compaction.Status.SUCCEEDED
-    ).count()
+    # An offload's record (strategy "offload", services/offloading.py) is no compaction point.
+    session.compaction_count = (
+        Compaction.objects.filter(session=session, status=Compaction.Status.SUCCEEDED)
+        .exclude(strategy="offload")
+        .count()
+    )
     session.version += 1
     if bump_revision:
         # The context changed: the model's last usage no longer describes it
@@ -332,6 +360,7 @@ def _new_compaction(
         duration_ms=meta.duration_ms,
         status=Compaction.Status.SUCCEEDED,
         details=details,
+        **policy_in_force(details),
     )
 
 

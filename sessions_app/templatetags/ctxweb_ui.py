@@ -14,12 +14,20 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.timesince import timesince
 
+from sessions_app.models import Compaction
+from sessions_app.viewmodels.offloads import OffloadView, offload_view
 from sessions_app.viewmodels.timeline import short_tokens
 
 register = template.Library()
 
 BAR_WIDTH = 120
 BAR_HEIGHT = 8
+
+
+@register.filter
+def offload(compaction: Compaction) -> OffloadView | None:
+    """The files an offload (or a chain's offload step) wrote, for the compaction log."""
+    return offload_view(compaction)
 
 
 @register.filter

@@ -15,9 +15,11 @@ from typing import Final
 from sessions_app.models import Compaction, Session
 from sessions_app.selectors.compactions import newest_compaction_number, session_compactions
 from sessions_app.selectors.history import first_seq_after, message_tokens
+from sessions_app.services.offloading import OFFLOAD_STRATEGY
 
 from .caching import session_cached
 from .limits import Limits
+from .thresholds import ThresholdSegment, threshold_segments
 
 __all__ = ["ChartMarker", "ChartTick", "TimelineChart", "token_timeline"]
 
@@ -56,6 +58,8 @@ class ChartMarker:
     label_y: float = 0.0
     failed: bool = False
     failure_reason: str = ""
+    #: An offload's record: no marker in the history, so it links to the log.
+    offload: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,25 @@ class TimelineChart:
     runtime_total: int
     full_off_scale: bool
     message_count: int
+    #: The threshold over time: one stretch per threshold in force (thresholds.py).
+    thresholds: list[ThresholdSegment] = dataclasses.field(default_factory=list)
+
+    @property
+    def threshold_steps(self) -> list[tuple[float, float, float]]:
+        """(x, y from, y to) of each vertical step between two thresholds."""
+        return [
+            (b.x1, a.y, b.y) for a, b in zip(self.thresholds, self.thresholds[1:], strict=False)
+        ]
+
+    @property
+    def threshold_text(self) -> str:
+        """Every stretch of the threshold line in words (the chart's accessible name)."""
+        return "; ".join(t.description for t in self.thresholds) + ("." if self.thresholds else "")
+
+    @property
+    def threshold_changes(self) -> bool:
+        """True when the threshold was not the same all along."""
+        return len(self.thresholds) > 1
 
     @property
     def plot_width(self) -> int:
@@ -219,7 +242,9 @@ def _build(session: Session, limits: Limits) -> TimelineChart:
     n = max(1, len(rows))
     runtime_max = max((p.runtime for p in points), default=0)
     full_max = points[-1].full if points else 0
-    scale = _Scale(count=n, y_max=max(limits.context_limit, runtime_max) * 1.08 or 1)
+    recorded = max((int(c.threshold_tokens or 0) for c in compactions), default=0)
+    top = max(limits.context_limit, runtime_max, recorded)
+    scale = _Scale(count=n, y_max=top * 1.08 or 1)
     x, y, bottom = scale.x, scale.y, scale.bottom
     runtime_points = " ".join(f"{x(p.index)},{y(p.runtime)}" for p in points)
     x_tick_count = min(5, len(rows))
@@ -248,6 +273,13 @@ def _build(session: Session, limits: Limits) -> TimelineChart:
         runtime_total=int(session.context_tokens),
         full_off_scale=full_max > scale.y_max,
         message_count=len(rows),
+        thresholds=threshold_segments(
+            [(x(before.index), compaction) for before, _, compaction in events],
+            limits.threshold,
+            left=LEFT,
+            right=WIDTH - RIGHT,
+            y=y,
+        ),
     )
 
 
@@ -264,4 +296,5 @@ def _marker(scale: _Scale, before: _Point, after: _Point, compaction: Compaction
         reverted=compaction.status == Compaction.Status.REVERTED,
         failed=compaction.status == Compaction.Status.FAILED,
         failure_reason=compaction.failure_reason,
+        offload=compaction.strategy == OFFLOAD_STRATEGY,
     )

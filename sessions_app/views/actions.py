@@ -26,7 +26,7 @@ from sessions_app.selectors.profiles import profile_exists
 from sessions_app.services import jobs
 from sessions_app.services.errors import InvalidInput
 from sessions_app.services.failure_errors import failure_error
-from sessions_app.services.offloading import offload_session
+from sessions_app.services.offloading import OFFLOAD_STRATEGY, offload_session
 from sessions_app.services.reverting import revert_compaction
 from sessions_app.services.session_compaction import compact_session
 from sessions_app.viewmodels.blocks import MessageView, build_message_views
@@ -170,16 +170,29 @@ def compact(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     profile = form.cleaned_data["profile"]
     if profile and not profile_exists(profile):
         raise InvalidInput.field("profile", f"Unknown profile {profile!r}.")
-    job = jobs.enqueue_compaction(session, params={**_params(form), "trigger": "manual"})
+    # At most one active job per session: a second request (a double click, a script)
+    # while one is queued or running queues nothing and says so beside that job's progress.
+    job, queued = jobs.queue_compaction(session, params={**_params(form), "trigger": "manual"})
     job.refresh_from_db()
-    return _job_response(request, session, job, clear_preview=True)
+    return _job_response(request, session, job, clear_preview=queued, coalesced=not queued)
 
 
 def _job_response(
-    request: HttpRequest, session: Session, job: CompactionJob, *, clear_preview: bool = False
+    request: HttpRequest,
+    session: Session,
+    job: CompactionJob,
+    *,
+    clear_preview: bool = False,
+    coalesced: bool = False,
 ) -> HttpResponse:
-    """The job's progress; `clear_preview` also empties the (now stale) dry-run preview."""
-    context = {"session": session, "clear_preview": clear_preview, **job_view(job)}
+    """The job's progress; `clear_preview` also empties the (now stale) dry-run preview;
+    `coalesced`: this request queued nothing because the job was already active."""
+    context = {
+        "session": session,
+        "clear_preview": clear_preview,
+        "coalesced": coalesced,
+        **job_view(job),
+    }
     response = render(request, f"{ACTIONS}#job", context)
     return session_changed(response) if context["done"] else response
 
@@ -211,7 +224,8 @@ def offload(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     text = (
         f"Offloaded {count} tool result{'s' if count != 1 else ''} "
         f"({result.freed_chars:,} characters): "
-        f"{result.tokens_before:,} → {result.tokens_after:,} tokens."
+        f"{result.tokens_before:,} → {result.tokens_after:,} tokens. "
+        f"Recorded as #{result.compaction} in the compaction log, where it can be undone."
     )
     response = render(request, f"{ACTIONS}#notice", {"level": "success", "text": text})
     return session_changed(response)
@@ -224,6 +238,9 @@ def revert(request: HttpRequest, session_id: uuid.UUID, number: int) -> HttpResp
     """Undo compaction `number`: its original entries come back into the runtime context."""
     compaction = owned_compaction(request, session_id, number)
     revert_compaction(compaction.session, number)
-    text = f"Reverted compaction #{number}: its original messages are back in the context."
+    if compaction.strategy == OFFLOAD_STRATEGY:
+        text = f"Undid offload #{number}: the offloaded tool results are back in the context."
+    else:
+        text = f"Reverted compaction #{number}: its original messages are back in the context."
     response = render(request, f"{ACTIONS}#notice", {"level": "success", "text": text})
     return session_changed(response)

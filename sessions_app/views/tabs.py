@@ -17,10 +17,11 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from sessions_app.models import Session
+from sessions_app.models import Compaction, Session
 from sessions_app.selectors.compactions import compaction_log
 from sessions_app.services import context as context_service
 from sessions_app.services.context import Format
+from sessions_app.services.offloading import OFFLOAD_STRATEGY
 from sessions_app.viewmodels.compare import compare_view
 from sessions_app.viewmodels.history import CompactionTree, history_window
 from sessions_app.viewmodels.limits import limits_for
@@ -93,7 +94,14 @@ def context_download(request: HttpRequest, session_id: uuid.UUID) -> HttpRespons
 def _log(_request: HttpRequest, session: Session) -> dict[str, Any]:
     compactions = compaction_log(session)
     tree = CompactionTree(compactions)
-    revertable = {c.number for c in compactions if tree.is_top_level(c)}
+    # An offload has no marker in the tree; the revert service refuses it while a newer
+    # compaction covers its entries.
+    revertable = {
+        c.number
+        for c in compactions
+        if tree.is_top_level(c)
+        or (c.strategy == OFFLOAD_STRATEGY and c.status == Compaction.Status.SUCCEEDED)
+    }
     return {"compactions": compactions, "tree": tree, "revertable": revertable}
 
 

@@ -195,3 +195,67 @@ def test_unknown_session_is_the_sites_404_page(
     assert page.locator("[data-status='404'] h1").inner_text() == "Not found"
     page.click("text=Back to the sessions")
     page.wait_for_url(f"{live_server.url}/")
+
+
+@pytest.mark.parametrize("width", PHONE_WIDTHS)
+def test_the_log_with_an_offload_the_files_failures_and_the_admin_fit_a_phone(
+    phone: Any, live_server: Any, browser_session: Any, width: int
+) -> None:
+    from django.contrib.auth import get_user_model
+
+    from sessions_app.models import Compaction
+    from sessions_app.services.offloading import offload_session
+    from sessions_app.services.sessions import append_messages
+    from tests.support.histories import assistant, exchange, user
+
+    from .conftest import PASSWORD
+
+    session = browser_session.session
+    long_name = "toolu_" + "a_very_long_tool_use_identifier_" * 3
+    output = "a long line of tool output " * 200  # one line, no break
+    append_messages(
+        session, [user("log?"), *exchange(long_name, "Bash", {}, output), assistant(".")]
+    )
+    result = offload_session(session, min_chars=500)
+    assert result.compaction is not None
+    phone.set_viewport_size({"width": width, "height": 844})
+    url = live_server.url
+    login(phone, url)
+    phone.goto(f"{url}/sessions/{session.pk}/?tab=log")
+    phone.locator(f"#log-{result.compaction}[data-offload]").wait_for()
+    assert_fits(phone, "log with an offload")
+    open_everything(phone)
+    assert_fits(phone, "log with an offload, everything open")
+    phone.goto(f"{url}/sessions/{session.pk}/offloaded/{result.files[0]}")
+    assert_fits(phone, "an offloaded file")
+    # A refused action without htmx answers with the full failure page (409: #2 covers #1).
+    phone.goto(f"{url}/sessions/{session.pk}/")
+    phone.evaluate(
+        """(action) => {
+          const form = document.createElement("form");
+          form.method = "post";
+          form.action = action;
+          const token = document.cookie.match(/csrftoken=([^;]+)/)[1];
+          form.innerHTML = `<input type="hidden" name="csrfmiddlewaretoken" value="${token}">`;
+          document.body.append(form);
+          form.submit();
+        }""",
+        f"/sessions/{session.pk}/compactions/{browser_session.inner.number}/revert/",
+    )
+    phone.wait_for_selector(".notice-error, [data-status]")
+    assert_fits(phone, "the failure page")
+    assert Compaction.objects.get(pk=browser_session.inner.pk).status == "succeeded"
+    # The admin: its list and the profile form with every section's help text.
+    get_user_model().objects.create_superuser("admin", "", PASSWORD)
+    phone.context.clear_cookies()
+    phone.goto(f"{url}/admin/login/")
+    phone.fill("input[name=username]", "admin")
+    phone.fill("input[name=password]", PASSWORD)
+    phone.click("input[type=submit]")
+    phone.wait_for_url(f"{url}/admin/")
+    assert_fits(phone, "the admin")
+    profile = session.profile
+    phone.goto(f"{url}/admin/sessions_app/compactionprofile/{profile.pk}/change/")
+    assert_fits(phone, "the admin's profile form")
+    phone.goto(f"{url}/admin/sessions_app/compaction/")
+    assert_fits(phone, "the admin's compactions")

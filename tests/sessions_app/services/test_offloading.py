@@ -8,9 +8,11 @@ import pytest
 from django.core.files.storage import default_storage
 
 from compaction.offload import offload_reference
-from sessions_app.models import ContextEntry, Message
+from sessions_app.models import Compaction, ContextEntry, Message
 from sessions_app.services.context import runtime_messages
-from sessions_app.services.offloading import offload_session
+from sessions_app.services.errors import Conflict
+from sessions_app.services.offloading import OFFLOAD_STRATEGY, offload_session
+from sessions_app.services.reverting import revert_compaction
 from tests.support.histories import assistant, exchange, user
 
 pytestmark = pytest.mark.django_db
@@ -58,3 +60,61 @@ def test_offloading_twice_changes_nothing_more(make_session: Any) -> None:
     again = offload_session(session)
     assert again.offloaded_count == 0
     assert session.version == version
+
+
+def test_an_offload_is_recorded_in_the_compaction_log_with_its_files(make_session: Any) -> None:
+    session = make_session(
+        messages=[user("go"), *exchange("t1", result=BIG), *exchange("t2", result=BIG * 2)]
+    )
+    before = session.context_tokens
+    result = offload_session(session)
+    assert result.compaction is not None
+    record = Compaction.objects.get(session=session, number=result.compaction)
+    assert record.strategy == OFFLOAD_STRATEGY
+    assert record.trigger == Compaction.Trigger.MANUAL
+    assert record.status == Compaction.Status.SUCCEEDED
+    files = record.details["offload"]["files"]
+    assert files == [
+        {"name": "tool-result-t1.md", "bytes": len(BIG)},
+        {"name": "tool-result-t2.md", "bytes": len(BIG * 2)},
+    ]
+    assert record.tokens_before == before
+    assert record.tokens_after == session.context_tokens < before
+    assert record.threshold_tokens is not None
+    session.refresh_from_db()
+    assert session.compaction_count == 0, "an offload is not a compaction point"
+
+
+def test_undoing_an_offload_restores_the_results_exactly(make_session: Any) -> None:
+    session = make_session(messages=[user("go"), *exchange("t1", result=BIG), assistant("ok")])
+    original = runtime_messages(session)
+    tokens = session.context_tokens
+    result = offload_session(session)
+    assert result.compaction is not None
+    assert runtime_messages(session) != original
+    revert_compaction(session, result.compaction)
+    assert runtime_messages(session) == original
+    assert session.context_tokens == tokens
+    assert Compaction.objects.get(session=session).status == Compaction.Status.REVERTED
+    # Undone once: a second undo is refused, naming why.
+    with pytest.raises(Conflict, match="reverted"):
+        revert_compaction(session, result.compaction)
+
+
+def test_an_offload_that_cannot_commit_leaves_no_file_behind(
+    make_session: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sessions_app.services import offloading
+
+    session = make_session(messages=[user("go"), *exchange("t1", result=BIG), assistant("ok")])
+    original = runtime_messages(session)
+
+    def conflict(*args: Any, **kwargs: Any) -> Any:
+        raise Conflict("another change committed first")
+
+    monkeypatch.setattr(offloading, "commit_context", conflict)
+    with pytest.raises(Conflict):
+        offload_session(session)
+    assert not default_storage.exists(f"offload/{session.pk}/tool-result-t1.md")
+    assert runtime_messages(session) == original
+    assert not Compaction.objects.filter(session=session).exists()
