@@ -88,12 +88,21 @@ class Stats:
     latencies: dict[str, list[float]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    started: float = field(default_factory=time.monotonic)
+    #: (ms, kind, seconds into the run) of every request, to find when the slowest came.
+    timeline: list[tuple[float, str, float]] = field(default_factory=list)
 
     def record(self, kind: str, millis: float, error: str | None) -> None:
         with self.lock:
             self.latencies.setdefault(kind, []).append(millis)
+            self.timeline.append((millis, kind, time.monotonic() - self.started - millis / 1000))
             if error:
                 self.errors.append(f"{kind}: {error}")
+
+    def slowest(self, count: int = 5) -> list[str]:
+        """The slowest requests, each with the second of the run it was sent at."""
+        top = sorted(self.timeline, reverse=True)[:count]
+        return [f"{kind} {ms:,.0f} ms sent at {at:.1f} s" for ms, kind, at in top]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -530,6 +539,7 @@ def _figures(
         "compactions_stored": compactions,
         "background_jobs": {status: jobs.count(status) for status in sorted(set(jobs))},
         "compaction_requests_refused": compactor.refused,
+        "slowest": stats.slowest(),
         "messages_lost": lost,
     }
 
@@ -610,6 +620,8 @@ def _report(kind: str, figures: dict[str, Any], rows: list[list[object]]) -> lis
     ]
     lines += [f"- {kind}: first errors: {e}" for e in figures["first_errors"]]
     lines += [f"- {kind}: server log: {e}" for e in figures.get("server_log", [])]
+    if figures["p99_ms"] >= GOAL_P99_MS:
+        lines.append(f"- {kind}: slowest requests: {'; '.join(figures['slowest'])}")
     return lines
 
 
