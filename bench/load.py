@@ -399,7 +399,7 @@ def cpu_seconds(pid: int) -> float | None:
     return sum(times.get(member, 0.0) for member in tree)
 
 
-def _wait_until_up(port: int, timeout: float = 60) -> None:
+def _wait_until_up(port: int, timeout: float = 180) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
