@@ -9,9 +9,15 @@ worker processes on 127.0.0.1 (a free port), one `manage.py db_worker`. Then CLI
 threads, each with its own keep-alive connection and its own session, send for SECONDS:
 60% appends (a user message and an assistant reply carrying `usage`, which queues automatic
 compactions), 30% context reads, 10% checks; a side thread asks for a background compaction
-every 2 s. Printed: throughput, p50/p99 latency per kind, errors, compactions done, and
-whether every appended message is in the stored history. Loopback only; stops by itself;
-every process it started is stopped at the end.
+every 2 s. Printed: throughput, p50/p99 latency per kind, the server's CPU time per
+request (gunicorn's processes, from /proc), errors, compactions done, and whether every
+appended message is in the stored history. An error is any failed request or answer that
+is not the expected one (never a crash of this script), a session that cannot be read back,
+and a background job that failed for another reason than `no_savings` (a context the
+summary would not shrink, left unchanged: shown apart). `--set NAME=VALUE` tries a server
+setting (`CTXWEB_WEB_ASGI=0`, `CTXWEB_DB_POOL_SIZE=4`, ...). The clients never pause, so
+latency is mostly queueing: 20 clients over the throughput (docs/deployment.md, Capacity).
+Loopback only; stops by itself; every process it started is stopped at the end.
 """
 
 from __future__ import annotations
