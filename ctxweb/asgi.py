@@ -12,7 +12,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ctxweb.settings")
 os.environ["CTXWEB_ASGI_PROCESS"] = "1"
 _django = get_asgi_application()
 
-from compaction.tokens import get_encoding  # noqa: E402  (after the settings)
+from compaction import get_encoding  # noqa: E402  (after the settings)
 from sessions_app.proxy.pool import with_upstream_lifespan  # noqa: E402  (needs the app loaded)
 
 
