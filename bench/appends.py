@@ -35,6 +35,7 @@ from bench.load import (
     _prepared,
     _processes,
     _wait_until_up,
+    cpu_seconds,
     free_port,
 )
 from tests.support import postgres
@@ -160,7 +161,7 @@ def run(kind: str, smoke: bool) -> list[tuple[str, dict[str, Any]]]:
         port = free_port()
         env = _env(data_dir, database_url, port, 1 if smoke else WEB_WORKERS)
         key = _prepared(env, "appends")
-        with _processes(env, data_dir, worker=False):
+        with _processes(env, data_dir, worker=False) as (server, *_):
             _wait_until_up(port)
             if not smoke:  # untimed: each worker loads the app and the vocabulary on first use
                 scenario(port, key, database_url, False, 10, 3)
@@ -176,7 +177,13 @@ def run(kind: str, smoke: bool) -> list[tuple[str, dict[str, Any]]]:
             for shared, size, requests in plans:
                 where = "one shared session" if shared else "a session each"
                 log(f"appends: {kind}, {size} per request, {where}")
+                before = cpu_seconds(server.pid)
                 figures = scenario(port, key, database_url, shared, size, requests)
+                after = cpu_seconds(server.pid)
+                if before is not None and after is not None and figures["messages"]:
+                    # CPU the server processes spent per message: what a busy machine
+                    # moves least (PostgreSQL's own time not counted).
+                    figures["cpu_ms"] = (after - before) * 1000 / figures["messages"]
                 results.append((f"{size} per request, {where}", figures))
     return results
 
@@ -198,6 +205,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                     label,
                     f"{figures['rate']:,.0f}",
                     f"{figures['messages']:,}",
+                    f"{figures['cpu_ms']:.2f} ms" if "cpu_ms" in figures else "-",
                     figures["errors"],
                     figures["lost"],
                     figures["duplicated"],
@@ -230,6 +238,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 "requests",
                 "messages/s",
                 "messages",
+                "server CPU per message",
                 "errors",
                 "lost",
                 "duplicated",

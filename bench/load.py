@@ -9,9 +9,15 @@ worker processes on 127.0.0.1 (a free port), one `manage.py db_worker`. Then CLI
 threads, each with its own keep-alive connection and its own session, send for SECONDS:
 60% appends (a user message and an assistant reply carrying `usage`, which queues automatic
 compactions), 30% context reads, 10% checks; a side thread asks for a background compaction
-every 2 s. Printed: throughput, p50/p99 latency per kind, errors, compactions done, and
-whether every appended message is in the stored history. Loopback only; stops by itself;
-every process it started is stopped at the end.
+every 2 s. Printed: throughput, p50/p99 latency per kind, the server's CPU time per
+request (gunicorn's processes, from /proc), errors, compactions done, and whether every
+appended message is in the stored history. An error is any failed request or answer that
+is not the expected one (never a crash of this script), a session that cannot be read back,
+and a background job that failed for another reason than `no_savings` (a context the
+summary would not shrink, left unchanged: shown apart). `--set NAME=VALUE` tries a server
+setting (`CTXWEB_WEB_ASGI=0`, `CTXWEB_DB_POOL_SIZE=4`, ...). The clients never pause, so
+latency is mostly queueing: 20 clients over the throughput (docs/deployment.md, Capacity).
+Loopback only; stops by itself; every process it started is stopped at the end.
 """
 
 from __future__ import annotations
@@ -46,6 +52,10 @@ PYTHON = sys.executable
 PG_SERVER = os.environ.get("CTXWEB_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432")
 MIX = (("append", 0.6), ("context", 0.3), ("check", 0.1))
 GOAL_P99_MS = 250.0
+# A background compaction of a context that a summary would not shrink (one compacted a
+# moment ago) ends `failed` with this error and leaves the session unchanged: the engine's
+# answer, counted apart from the errors.
+NOTHING_TO_SAVE = "compaction failed: no_savings"
 WORDS = [
     "the",
     "parser",
@@ -84,12 +94,21 @@ class Stats:
     latencies: dict[str, list[float]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    started: float = field(default_factory=time.monotonic)
+    #: (ms, kind, seconds into the run) of every request, to find when the slowest came.
+    timeline: list[tuple[float, str, float]] = field(default_factory=list)
 
     def record(self, kind: str, millis: float, error: str | None) -> None:
         with self.lock:
             self.latencies.setdefault(kind, []).append(millis)
+            self.timeline.append((millis, kind, time.monotonic() - self.started - millis / 1000))
             if error:
                 self.errors.append(f"{kind}: {error}")
+
+    def slowest(self, count: int = 5) -> list[str]:
+        """The slowest requests, each with the second of the run it was sent at."""
+        top = sorted(self.timeline, reverse=True)[:count]
+        return [f"{kind} {ms:,.0f} ms sent at {at:.1f} s" for ms, kind, at in top]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -120,20 +139,44 @@ class Api:
         self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        """(status, decoded JSON answer, or the answer's text when it is not JSON). A
+        connection that failed in any way is replaced, so the next call starts clean."""
         data = json.dumps(body).encode() if body is not None else None
         for attempt in (1, 2):
             try:
                 self.connection.request(method, path, body=data, headers=self.headers)
                 response = self.connection.getresponse()
                 raw = response.read()
-                return response.status, json.loads(raw) if raw else None
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
                 # gunicorn closed an idle keep-alive connection (or recycled a worker).
-                self.connection.close()
-                self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+                self._reconnect()
                 if attempt == 2:
                     raise
+                continue
+            except Exception:
+                self._reconnect()  # a timeout leaves the connection mid-answer
+                raise
+            return response.status, _decoded(raw)
         raise AssertionError("unreachable")
+
+    def _reconnect(self) -> None:
+        self.connection.close()
+        self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+
+
+def _decoded(raw: bytes) -> Any:
+    """The JSON answer; an error page that is not JSON comes back as (the start of) its text."""
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw[:500].decode("utf-8", "replace")
+
+
+def field_of(body: Any, name: str) -> Any:
+    """`body[name]` when the answer is an object holding it, else None (an error answer)."""
+    return body.get(name) if isinstance(body, dict) else None
 
 
 def _text(rng: random.Random, words: int) -> str:
@@ -185,7 +228,7 @@ class Client(threading.Thread):
         )
         if status == 201:
             self.appended += len(turn)
-            self.context_tokens = int(body["context_tokens"])
+            self.context_tokens = int(field_of(body, "context_tokens") or self.context_tokens)
         return status, body
 
     def context(self) -> tuple[int, Any]:
@@ -208,25 +251,36 @@ class Compactor(threading.Thread):
         self.interval = interval
         self.jobs: list[str] = []
         self.refused: list[int] = []
+        self.errors: list[str] = []
 
     def run(self) -> None:
         rng = random.Random(7)
         while time.monotonic() + self.interval < self.until:
             time.sleep(self.interval)
             session_id = rng.choice(self.sessions)
-            status, body = self.api.call(
-                "POST", f"/api/sessions/{session_id}/compactions", {"background": True}
-            )
-            if status == 202:
+            try:
+                status, body = self.api.call(
+                    "POST", f"/api/sessions/{session_id}/compactions", {"background": True}
+                )
+            except Exception as exc:  # counted, not raised: the thread goes on
+                self.errors.append(f"compaction request: {type(exc).__name__}: {exc}")
+                continue
+            if status == 202 and field_of(body, "job_id"):
                 self.jobs.append(str(body["job_id"]))
-            else:
+            elif status >= 500:
+                self.errors.append(f"compaction request: HTTP {status}: {str(body)[:200]}")
+            else:  # 409 (a compaction already running, nothing to compact): not an error
                 self.refused.append(status)
 
 
 # --- environment ------------------------------------------------------------------------
 
 
-def _env(data_dir: Path, database_url: str, port: int, web_workers: int) -> dict[str, str]:
+def _env(
+    data_dir: Path, database_url: str, port: int, web_workers: int, **settings: str
+) -> dict[str, str]:
+    """The production-like environment of the server processes; `settings` (CTXWEB_WEB_ASGI,
+    CTXWEB_CONN_MAX_AGE, ...) override or add variables."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -248,6 +302,7 @@ def _env(data_dir: Path, database_url: str, port: int, web_workers: int) -> dict
         CTXWEB_CONN_MAX_AGE="60",
         PYTHONUNBUFFERED="1",
     )
+    env.update(settings)
     return env
 
 
@@ -283,9 +338,11 @@ def _database(kind: str, data_dir: Path) -> Iterator[str]:
 
 
 @contextmanager
-def _processes(env: dict[str, str], log_dir: Path, worker: bool = True) -> Iterator[None]:
-    """gunicorn and (unless `worker` is False) one db_worker, stopped (TERM, then KILL) on
-    the way out."""
+def _processes(
+    env: dict[str, str], log_dir: Path, worker: bool = True
+) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """gunicorn and (unless `worker` is False) one db_worker, in that order, stopped (TERM,
+    then KILL) on the way out."""
     started: list[subprocess.Popen[bytes]] = []
     commands = {
         "gunicorn": [PYTHON, "-m", "gunicorn", "-c", "ctxweb/gunicorn.conf.py"],
@@ -309,7 +366,7 @@ def _processes(env: dict[str, str], log_dir: Path, worker: bool = True) -> Itera
                         command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
                     )
                 )
-        yield
+        yield started
     finally:
         for process in started:
             if process.poll() is None:
@@ -322,7 +379,33 @@ def _processes(env: dict[str, str], log_dir: Path, worker: bool = True) -> Itera
                 process.wait(timeout=5)
 
 
-def _wait_until_up(port: int, timeout: float = 60) -> None:
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system) of process `pid` and its living descendants, from /proc
+    (None where there is no /proc): what the server spent, whatever else the machine ran."""
+    proc = Path("/proc")
+    if not (proc / str(pid)).exists():
+        return None
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended meanwhile
+            continue
+        child = int(stat.parent.name)
+        parents[child] = int(fields[1])
+        times[child] = sum(int(value) for value in fields[11:15]) / tick  # + reaped children
+    tree = {pid}
+    grown = True
+    while grown:
+        found = {child for child, parent in parents.items() if parent in tree} - tree
+        tree |= found
+        grown = bool(found)
+    return sum(times.get(member, 0.0) for member in tree)
+
+
+def _wait_until_up(port: int, timeout: float = 180) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -340,20 +423,46 @@ def _wait_until_up(port: int, timeout: float = 60) -> None:
 
 
 def run(
-    kind: str, seconds: float, clients: int, web_workers: int, settle: float = 3.0
+    kind: str,
+    seconds: float,
+    clients: int,
+    web_workers: int,
+    settle: float = 3.0,
+    settings: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The whole load test on one database; its figures."""
+    """The whole load test on one database; its figures. With errors, `server_log` holds
+    the error lines the server processes logged."""
     data_dir = Path(tempfile.mkdtemp(prefix=f"ctxweb-load-{kind}-"))
     try:
         with _database(kind, data_dir) as database_url:
             port = free_port()
-            env = _env(data_dir, database_url, port, web_workers)
+            env = _env(data_dir, database_url, port, web_workers, **(settings or {}))
             key = _prepared(env, "loadtest")
-            with _processes(env, data_dir):
+            with _processes(env, data_dir) as (server, *_):
                 _wait_until_up(port)
-                return _drive(port, key, seconds, clients, settle)
+                before = cpu_seconds(server.pid)
+                figures = _drive(port, key, seconds, clients, settle)
+                after = cpu_seconds(server.pid)
+            if before is not None and after is not None and figures["requests"]:
+                figures["server_cpu_ms"] = round((after - before) * 1000 / figures["requests"], 1)
+            if figures["errors"] or figures["messages_lost"]:
+                figures["server_log"] = _logged_errors(data_dir)
+            return figures
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _logged_errors(log_dir: Path, most: int = 5) -> list[str]:
+    """The last distinct error lines of the server processes' logs (the exceptions)."""
+    found: list[str] = []
+    for log in sorted(log_dir.glob("*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            text = line.strip()
+            if "Error" in text and not text.startswith(("File ", "Traceback")):
+                entry = f"{log.stem}: {text[:300]}"
+                if entry not in found:
+                    found.append(entry)
+    return found[-most:]
 
 
 def _drive(port: int, key: str, seconds: float, clients: int, settle: float) -> dict[str, Any]:
@@ -395,13 +504,27 @@ def _figures(
     compactor: Compactor,
 ) -> dict[str, Any]:
     every = [ms for values in stats.latencies.values() for ms in values]
+    problems = [*stats.errors, *compactor.errors]
     lost = 0
     compactions = 0
     for client in clients:
-        _, body = api.call("GET", f"/api/sessions/{client.session_id}")
-        lost += 20 + client.appended - int(body["message_count"])
-        compactions += int(body["compaction_count"])
-    jobs = [api.call("GET", f"/api/jobs/{job}")[1]["status"] for job in compactor.jobs]
+        status, body = _read(api, f"/api/sessions/{client.session_id}")
+        stored, compacted = field_of(body, "message_count"), field_of(body, "compaction_count")
+        if status != 200 or stored is None:
+            problems.append(f"session {client.session_id} not verified: {status} {str(body)[:200]}")
+            continue
+        lost += 20 + client.appended - int(stored)
+        compactions += int(compacted or 0)
+    jobs = []
+    for job in compactor.jobs:
+        status, body = _read(api, f"/api/jobs/{job}")
+        state = str(field_of(body, "status") or f"unreadable ({status})")
+        error = str(field_of(body, "error") or "")
+        if state == "failed" and error == NOTHING_TO_SAVE:
+            state = "nothing to save"
+        elif state not in {"succeeded", "queued", "running"}:  # the last two: not done yet
+            problems.append(f"job {job} {state}: {error[:300]}")
+        jobs.append(state)
     return {
         "requests": len(every),
         "seconds": round(elapsed, 1),
@@ -417,25 +540,99 @@ def _figures(
             }
             for kind, values in sorted(stats.latencies.items())
         },
-        "errors": len(stats.errors),
-        "first_errors": stats.errors[:5],
+        "errors": len(problems),
+        "first_errors": problems[:5],
         "compactions_stored": compactions,
         "background_jobs": {status: jobs.count(status) for status in sorted(set(jobs))},
         "compaction_requests_refused": compactor.refused,
+        "slowest": stats.slowest(),
         "messages_lost": lost,
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def _read(api: Api, path: str) -> tuple[int, Any]:
+    """GET `path`; a failed call is (0, its error), to report, never raised."""
+    try:
+        return api.call("GET", path)
+    except Exception as exc:
+        return 0, f"{type(exc).__name__}: {exc}"
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="traffic per database (60)")
     parser.add_argument("--clients", type=int, default=20, help="concurrent clients (20)")
     parser.add_argument("--web-workers", type=int, default=2, help="gunicorn processes (2)")
     parser.add_argument("--databases", default="sqlite,postgres", help="sqlite,postgres")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a server setting to try, e.g. CTXWEB_WEB_ASGI=0 or CTXWEB_CONN_MAX_AGE=0",
+    )
     parser.add_argument("--smoke", action="store_true", help="3 s, 2 clients, SQLite")
     args = parser.parse_args(argv)
     if args.smoke:
         args.seconds, args.clients, args.databases, args.web_workers = 2.0, 2, "sqlite", 1
+    args.settings = dict(item.split("=", 1) for item in args.set)
+    return args
+
+
+def _measure(kind: str, args: argparse.Namespace) -> dict[str, Any]:
+    """`run`, with a run that could not be driven to the end reported as a failure."""
+    try:
+        return run(
+            kind,
+            args.seconds,
+            args.clients,
+            args.web_workers,
+            0.5 if args.smoke else 3,
+            args.settings,
+        )
+    except Exception as exc:
+        return {"failure": f"{type(exc).__name__}: {str(exc)[-1500:]}"}
+
+
+def _report(kind: str, figures: dict[str, Any], rows: list[list[object]]) -> list[str]:
+    """Adds `kind`'s row to `rows`; its goal line and notes."""
+    if "failure" in figures:
+        rows.append([kind, "-", "-", "-", "-", "-", "-", "-", "-", "-"])
+        return [goal(f"{kind}: the run failed", False), f"- {kind}: {figures['failure']}"]
+    jobs = ", ".join(f"{n} {s}" for s, n in figures["background_jobs"].items()) or "none"
+    rows.append(
+        [
+            kind,
+            f"{figures['requests']:,} in {figures['seconds']:.0f} s",
+            f"{figures['throughput_rps']:.0f} req/s",
+            f"{figures['p50_ms']:.1f} ms",
+            f"{figures['p99_ms']:.1f} ms",
+            f"{figures.get('server_cpu_ms', '-')} ms",
+            " / ".join(f"{v['p99_ms']:.0f}" for v in figures["by_kind"].values()),
+            figures["errors"],
+            f"{figures['compactions_stored']} (jobs: {jobs})",
+            figures["messages_lost"],
+        ]
+    )
+    met = (
+        figures["errors"] == 0 and figures["p99_ms"] < GOAL_P99_MS and not figures["messages_lost"]
+    )
+    lines = [
+        goal(
+            f"{kind}: {figures['errors']} errors, p99 {figures['p99_ms']:.0f} ms, "
+            f"{figures['messages_lost']} messages lost (0, < {GOAL_P99_MS:.0f} ms, 0)",
+            met,
+        )
+    ]
+    lines += [f"- {kind}: first errors: {e}" for e in figures["first_errors"]]
+    lines += [f"- {kind}: server log: {e}" for e in figures.get("server_log", [])]
+    if figures["p99_ms"] >= GOAL_P99_MS:
+        lines.append(f"- {kind}: slowest requests: {'; '.join(figures['slowest'])}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
     failed = False
     rows: list[list[object]] = []
     lines: list[str] = []
@@ -444,41 +641,19 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(f"- postgres: skipped, no server at {PG_SERVER}")
             continue
         print(f"load: {kind}", file=sys.stderr, flush=True)
-        figures = run(kind, args.seconds, args.clients, args.web_workers, 0.5 if args.smoke else 3)
-        jobs = ", ".join(f"{n} {s}" for s, n in figures["background_jobs"].items()) or "none"
-        rows.append(
-            [
-                kind,
-                f"{figures['requests']:,} in {figures['seconds']:.0f} s",
-                f"{figures['throughput_rps']:.0f} req/s",
-                f"{figures['p50_ms']:.1f} ms",
-                f"{figures['p99_ms']:.1f} ms",
-                " / ".join(f"{v['p99_ms']:.0f}" for v in figures["by_kind"].values()),
-                figures["errors"],
-                f"{figures['compactions_stored']} (jobs: {jobs})",
-                figures["messages_lost"],
-            ]
+        figures = _measure(kind, args)
+        lines += _report(kind, figures, rows)
+        failed = failed or bool(
+            figures.get("failure") or figures["errors"] or figures["messages_lost"]
         )
-        met = (
-            figures["errors"] == 0
-            and figures["p99_ms"] < GOAL_P99_MS
-            and not figures["messages_lost"]
-        )
-        lines.append(
-            goal(
-                f"{kind}: {figures['errors']} errors, p99 {figures['p99_ms']:.0f} ms, "
-                f"{figures['messages_lost']} messages lost (0, < {GOAL_P99_MS:.0f} ms, 0)",
-                met,
-            )
-        )
-        lines += [f"- {kind}: first errors: {e}" for e in figures["first_errors"]]
-        failed = failed or figures["errors"] > 0 or figures["messages_lost"] != 0
     kinds = " / ".join(kind for kind, _ in sorted(MIX))  # by_kind is sorted by name
     print("## Load: `bench/load.py`\n")
     print(
         f"{args.clients} clients for {args.seconds:.0f} s per database: 60% appends, 30% "
         f"context reads, 10% checks, a background compaction asked every 2 s; gunicorn with "
-        f"{args.web_workers} processes and one db_worker.\n"
+        f"{args.web_workers} processes and one db_worker."
+        + "".join(f" Server setting: `{k}={v}`." for k, v in args.settings.items())
+        + "\n"
     )
     print(
         table(
@@ -488,6 +663,7 @@ def main(argv: list[str] | None = None) -> int:
                 "throughput",
                 "p50",
                 "p99",
+                "server CPU per request",
                 f"p99 by kind ({kinds})",
                 "errors",
                 "compactions stored",

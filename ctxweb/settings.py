@@ -3,8 +3,8 @@
 Environment variables: CTXWEB_DATA_DIR, DATABASE_URL, DJANGO_DEBUG, DJANGO_SECRET_KEY,
 DJANGO_ALLOWED_HOSTS, CTXWEB_MAX_BODY_BYTES, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL,
 CTXWEB_SUMMARY_MODEL, CTXWEB_TOKEN_ENCODING, CTXWEB_STORAGE_BACKEND, CTXWEB_STORAGE_OPTIONS,
-CTXWEB_REDIS_URL, CTXWEB_THROTTLE_COMPACT, CTXWEB_THROTTLE_PREPARE
-(docs/deployment.md lists them all).
+CTXWEB_REDIS_URL, CTXWEB_THROTTLE_COMPACT, CTXWEB_THROTTLE_PREPARE, CTXWEB_CONN_MAX_AGE,
+CTXWEB_DB_POOL_SIZE, CTXWEB_DB_POOL_TIMEOUT (docs/deployment.md lists them all).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -119,21 +120,48 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
-    "default": dj_database_url.config(
-        default=f"sqlite:///{DATA_DIR / 'ctxweb.sqlite3'}",
-        conn_max_age=int(os.environ.get("CTXWEB_CONN_MAX_AGE", "0")),
+
+def database_settings(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The `default` database from DATABASE_URL, CTXWEB_CONN_MAX_AGE and CTXWEB_DB_POOL_SIZE.
+
+    A process serving ASGI (ctxweb/asgi.py sets CTXWEB_ASGI_PROCESS) keeps no connection
+    open after a request: Django runs each request's synchronous code in a thread of its own
+    (asgiref's ThreadSensitiveContext), and a connection is per thread, so a connection kept
+    for reuse would belong to a finished thread, never be reused, and close only when the
+    garbage collector gets to it: under load the server runs out of connections
+    (docs/deployment.md). On PostgreSQL such a process takes its connections from a pool
+    (psycopg_pool) of at most CTXWEB_DB_POOL_SIZE (default 10, 0: none) instead, reused by
+    every request thread. Elsewhere the pool is used only when CTXWEB_DB_POOL_SIZE is set.
+    A request waits at most CTXWEB_DB_POOL_TIMEOUT seconds (10) for a pooled connection.
+    """
+    asgi = environ.get("CTXWEB_ASGI_PROCESS", "") == "1"
+    database: dict[str, Any] = dict(
+        dj_database_url.parse(
+            environ.get("DATABASE_URL") or f"sqlite:///{DATA_DIR / 'ctxweb.sqlite3'}",
+            conn_max_age=0 if asgi else int(environ.get("CTXWEB_CONN_MAX_AGE", "0")),
+        )
     )
-}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # WAL and a busy timeout let the web server and the task worker share one SQLite file.
-    DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {
-            "timeout": 20,
-            "transaction_mode": "IMMEDIATE",
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-        }
-    )
+    options = database.setdefault("OPTIONS", {})
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        # WAL and a busy timeout let the web server and the task worker share one SQLite file.
+        options.update(
+            {
+                "timeout": 20,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            }
+        )
+    pool = int(environ.get("CTXWEB_DB_POOL_SIZE", "10" if asgi else "0"))
+    if pool > 0 and database["ENGINE"] == "django.db.backends.postgresql":
+        database["CONN_MAX_AGE"] = 0  # a pooled connection goes back to the pool instead
+        # A request waits up to `timeout` seconds for a free connection (or, with the
+        # database down, for one to open), then fails: 503 under /api/.
+        timeout = float(environ.get("CTXWEB_DB_POOL_TIMEOUT", "10"))
+        options["pool"] = {"min_size": 1, "max_size": pool, "timeout": timeout}
+    return database
+
+
+DATABASES = {"default": database_settings(os.environ)}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -1,14 +1,16 @@
-"""Rows to engine messages and back: Message and ContextEntry as Anthropic-style dicts."""
+"""Rows to engine messages and back: Message and ContextEntry as Anthropic-style dicts; new
+messages stored with their context entries."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from ..models import ContextEntry, Session
+from ..models import ContextEntry, Message, Session
 
 __all__ = [
     "ENTRY_KEY",
+    "append_rows",
     "entry_message",
     "load_entries",
     "split_message",
@@ -45,3 +47,35 @@ def entry_message(entry: ContextEntry) -> dict[str, Any]:
 def tagged_message(entry: ContextEntry) -> dict[str, Any]:
     """`entry_message` with the entry's id under ENTRY_KEY."""
     return {**entry_message(entry), ENTRY_KEY: entry.pk}
+
+
+def append_rows(session: Session, rows: Sequence[Message]) -> None:
+    """Insert `rows`, new messages numbered from `session.next_seq` on, each with a live
+    context entry at the end of the context, and count them in the session's totals (not
+    saved: the caller saves the session). `session` must be locked.
+
+    Two INSERTs whatever the number of rows (appends and imports: services/sessions.py,
+    services/importing/merge.py).
+    """
+    if not rows:
+        return
+    Message.objects.bulk_create(rows)
+    position = session.next_position
+    ContextEntry.objects.bulk_create(
+        ContextEntry(
+            session=session,
+            position=position + offset,
+            kind=ContextEntry.Kind.MESSAGE,
+            message=row,
+            role=row.role,
+            token_count=row.token_count,
+        )
+        for offset, row in enumerate(rows)
+    )
+    added, tokens = len(rows), sum(row.token_count for row in rows)
+    session.next_seq += added
+    session.next_position += added
+    session.message_count += added
+    session.context_entry_count += added
+    session.history_tokens += tokens
+    session.context_tokens += tokens

@@ -24,7 +24,7 @@ from ..models import Compaction, CompactionProfile, ContextEntry, Message, Sessi
 from ..storage import BLOB_PREFIX, delete_stored_quietly
 from ..unstorable import unstorable_problems
 from . import context_store
-from .entries import entry_message, split_message
+from .entries import append_rows, entry_message, split_message
 from .errors import InvalidInput, VersionConflict
 from .errors import Problem as FieldProblem
 from .extras import extra_problems, message_time
@@ -294,31 +294,13 @@ def _append_validated(
                 created_at=message_time(extra, now),
             )
         )
-    Message.objects.bulk_create(rows)
-    entries = [
-        ContextEntry(
-            session=session,
-            position=session.next_position + offset,
-            kind=ContextEntry.Kind.MESSAGE,
-            message=row,
-            role=row.role,
-            token_count=row.token_count,
-        )
-        for offset, row in enumerate(rows)
-    ]
-    ContextEntry.objects.bulk_create(entries)
-    _add_totals(session, len(rows), sum(counts))
+    append_rows(session, rows)
+    _save_totals(session)
     return rows
 
 
-def _add_totals(session: Session, count: int, added: int) -> None:
-    """Count `count` appended messages of `added` tokens in the locked session's totals."""
-    session.next_seq += count
-    session.next_position += count
-    session.message_count += count
-    session.context_entry_count += count
-    session.history_tokens += added
-    session.context_tokens += added
+def _save_totals(session: Session) -> None:
+    """Save the locked session's totals after an append, as a new version."""
     session.version += 1
     session.save(
         update_fields=[

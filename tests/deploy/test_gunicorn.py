@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import http.client
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from .conftest import PYTHON, Processes, free_port, manage, production_env, wait_for
+from .conftest import (
+    PYTHON,
+    Processes,
+    free_port,
+    manage,
+    production_env,
+    query,
+    shell_call,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -82,3 +93,53 @@ def test_gunicorn_serves_the_app_and_whitenoise_the_static_files(
 
     wait_for(logged, 10, "the access log line and two booted workers in gunicorn's log")
     assert processes.log("gunicorn").count("Booting worker") == 2
+
+
+@pytest.mark.postgres
+def test_under_asgi_postgresql_connections_stay_within_the_pool(
+    tmp_path: Path, processes: Processes, pg_database: str
+) -> None:
+    """Each ASGI request runs in a thread of its own: with persistent connections every
+    request left one open (until the garbage collector ran) and a busy server exhausted
+    PostgreSQL's max_connections. The pool bounds them, whatever CTXWEB_CONN_MAX_AGE says."""
+    port = free_port()
+    env = production_env(
+        tmp_path,
+        DATABASE_URL=pg_database,
+        CTXWEB_BIND=f"127.0.0.1:{port}",
+        CTXWEB_WEB_WORKERS="1",
+        CTXWEB_CONN_MAX_AGE="60",
+        CTXWEB_DB_POOL_SIZE="3",
+    )
+    manage(env, "migrate", "--no-input", "-v", "0")
+    key = shell_call(env, "seed_user", "pooled")["key"]
+    server = processes.start(
+        "gunicorn", [PYTHON, "-m", "gunicorn", "-c", "ctxweb/gunicorn.conf.py"], env
+    )
+    wait_for(lambda: _answers(port) or server.poll() is not None, 60, "gunicorn to answer")
+    assert server.poll() is None, processes.log("gunicorn")[-3000:]
+
+    name = pg_database.rsplit("/", 1)[1]
+    count = (
+        "SELECT count(*) FROM pg_stat_activity "
+        f"WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+    )
+    statuses: list[int] = []
+    most = 0
+
+    def client() -> None:
+        for _ in range(6):
+            status, _, _ = _get(
+                port, "/api/sessions", {**PROXIED, "Authorization": f"Bearer {key}"}
+            )
+            statuses.append(status)
+
+    threads = [threading.Thread(target=client) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    while any(thread.is_alive() for thread in threads):
+        most = max(most, query(pg_database, count)[0][0])
+        time.sleep(0.05)
+    most = max(most, query(pg_database, count)[0][0])
+    assert statuses == [200] * 48
+    assert 1 <= most <= 3, f"{most} connections open for a pool of 3"

@@ -32,6 +32,7 @@ from ...importers.builder import move_system_into_conversation
 from ...importers.claude_code_records import latest_metadata
 from ...models import Compaction, ContextEntry, Message, Session
 from ..archives import ArchivedEntry
+from ..entries import append_rows
 from ..policies import default_profile
 from ..writeback import next_number, refresh_session_totals
 from .archive import write_archive
@@ -216,26 +217,8 @@ class _Merger:
             )
             for k, (item, tokens) in enumerate(zip(self.pending, counts, strict=True))
         ]
-        Message.objects.bulk_create(rows)
-        ContextEntry.objects.bulk_create(
-            ContextEntry(
-                session=session,
-                position=session.next_position + k,
-                kind=ContextEntry.Kind.MESSAGE,
-                message=row,
-                role=row.role,
-                token_count=row.token_count,
-            )
-            for k, row in enumerate(rows)
-        )
-        added, total = len(rows), sum(counts)
-        session.next_seq += added
-        session.next_position += added
-        session.message_count += added
-        session.context_entry_count += added
-        session.history_tokens += total
-        session.context_tokens += total
-        self.added += added
+        append_rows(session, rows)
+        self.added += len(rows)
         self.pending = []
 
     # compactions -------------------------------------------------------------------------
