@@ -12,6 +12,7 @@ from asgiref.sync import sync_to_async
 
 from ..services.proxying import ProxyPlan, record_answer
 from .base import Adapter, Answer
+from .connections import released
 from .digests import digest
 from .streaming import SseParser
 
@@ -47,7 +48,7 @@ class Recording:
         if answer is None:
             return
         try:
-            stored = await sync_to_async(record_answer)(
+            stored = await sync_to_async(released(record_answer))(
                 self.plan.session_id,
                 self.plan.stored,
                 answer.canonical,

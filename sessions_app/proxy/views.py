@@ -22,6 +22,7 @@ from ..services.proxying import plan_request
 from .anthropic import AnthropicAdapter
 from .auth import Caller, authenticate
 from .base import Adapter
+from .connections import released
 from .digests import decode_body
 from .errors import error_response
 from .mapping import proxy_request
@@ -67,7 +68,9 @@ async def _proxy(
         return refused
     mode = (request.headers.get("X-Ctxweb-Mode") or "").strip().lower()
     try:  # one hop to a thread for the key check and the storing
-        caller, body, recording = await sync_to_async(_prepared)(request, adapter, mode, record)
+        caller, body, recording = await sync_to_async(released(_prepared))(
+            request, adapter, mode, record
+        )
     except DatabaseError:
         logger.exception("proxy: ctxweb's database is unavailable; the key cannot be checked")
         message = "ctxweb cannot check its API key now (database unavailable); retry later"
