@@ -67,15 +67,12 @@ def openai_body(session: Session) -> OpenAIBody:
 
 
 def openai_extended(
-    session: Session,
-    cached: bytes | memoryview,
-    *,
-    last_position: int,
-    last_role: str,
-    asks_tools: bool,
+    session: Session, *, last_position: int, last_role: str, asks_tools: bool
 ) -> OpenAIBody | None:
-    """The body `cached` with the entries after `last_position` (`tokens`: theirs only), or
-    None when there are none or they do not convert as they would alone (module doc)."""
+    """The entries after `last_position` as the end of a body whose last message has
+    `last_role` and `asks_tools`, or None when there are none or they do not convert as
+    they would alone (module doc). Its `body` replaces the closing `]` of the cached one
+    (so the megabytes before it are copied once, by the caller) and `tokens` are theirs."""
     entries = list(
         ContextEntry.objects.filter(session=session, position__gt=last_position)
         .select_related("message")
@@ -86,9 +83,8 @@ def openai_extended(
         return None
     tail = openai_tail(messages)
     added = ", ".join(json.dumps(m, cls=DjangoJSONEncoder) for m in _converted(messages))
-    body = b"".join((cached[:-1], b", ", added.encode(), b"]"))  # cached ends with "]"
     return OpenAIBody(
-        body=body,
+        body=f", {added}]".encode(),
         tokens=sum(entry.token_count for entry in entries),
         last_position=entries[-1].position,
         open_tail=tail is not None,

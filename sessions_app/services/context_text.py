@@ -350,14 +350,14 @@ def _extended(
     if cached.fmt == "openai":
         found = openai_extended(
             session,
-            cached.body,
             last_position=cached.last_position,
             last_role=cached.last_role,
             asks_tools=cached.asks_tools,
         )
         if found is None:
             return None
-        return _openai_text(found, stamp, cached.tokens + found.tokens, limit, overhead)
+        tokens = cached.tokens + found.tokens
+        return _openai_text(found, stamp, tokens, limit, overhead, before=cached.body[:-1])
     rows = _raw_rows(session, after=cached.last_position)
     if not rows or not _alternating(rows, after=cached.last_role):
         return None
@@ -378,16 +378,23 @@ def _extended(
 
 
 def _openai_text(
-    built: OpenAIBody, stamp: Stamp, tokens: int, limit: int | None, overhead: int
+    built: OpenAIBody,
+    stamp: Stamp,
+    tokens: int,
+    limit: int | None,
+    overhead: int,
+    *,
+    before: memoryview | bytes = b"",
 ) -> ContextText:
-    """The OpenAI response of `built` for `tokens` (all the entries'), `limit`, `overhead`."""
+    """The OpenAI response of `before` then `built` for `tokens` (all the entries'),
+    `limit` and `overhead`."""
     tail = response_tail("openai", tokens + overhead, limit)
     return ContextText(
         *stamp,
         last_position=built.last_position,
         tokens=tokens,
-        data=b"".join((built.body, tail)),
-        split=len(built.body),
+        data=b"".join((before, built.body, tail)),  # one copy of the megabytes
+        split=len(before) + len(built.body),
         limit=limit,
         fmt="openai",
         open_tail=built.open_tail,
