@@ -19,7 +19,10 @@ from typing import Any
 
 from compaction import blocks_of, compact_json, merge_adjacent_roles, tool_use_ids
 
-__all__ = ["to_openai"]
+__all__ = ["continues_openai", "openai_tail", "to_openai"]
+
+#: (role, asks for tools) of the last message `to_openai` placed (see `openai_tail`).
+Tail = tuple[str, bool]
 
 
 def to_openai(messages: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -37,8 +40,35 @@ def to_openai(messages: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return {"messages": result}
 
 
+def openai_tail(messages: Iterable[Mapping[str, Any]]) -> Tail | None:
+    """(role, asks for tools) of the last message as `to_openai` orders `messages`.
+
+    None when there is none, or when system messages wait at the end for the answer to a
+    tool call (a next message would be placed before them).
+    """
+    ordered, held = _ordered([dict(m) for m in messages])
+    if held or not ordered:
+        return None
+    return str(ordered[-1].get("role")), _asks_tools(ordered)
+
+
+def continues_openai(tail: Tail, first: Mapping[str, Any]) -> bool:
+    """True when messages starting with `first`, after messages whose `openai_tail` is
+    `tail`, convert as they would alone: `to_openai(before + after)["messages"]` is then
+    `to_openai(before)["messages"] + to_openai(after)["messages"]` (no merge across, no
+    system message moved across)."""
+    role, asks_tools = tail
+    return first.get("role") != role and not (asks_tools and first.get("role") == "system")
+
+
 def _results_before_system(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each system message right after a tool call moved after the next other message."""
+    ordered, held = _ordered(messages)
+    return ordered + held
+
+
+def _ordered(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(`_results_before_system` so far, the system messages still waiting at the end)."""
     ordered: list[dict[str, Any]] = []
     held: list[dict[str, Any]] = []
     for message in messages:
@@ -48,7 +78,7 @@ def _results_before_system(messages: list[dict[str, Any]]) -> list[dict[str, Any
         ordered.append(message)
         ordered.extend(held)
         held = []
-    return ordered + held
+    return ordered, held
 
 
 def _asks_tools(ordered: list[dict[str, Any]]) -> bool:

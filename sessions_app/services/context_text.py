@@ -10,8 +10,9 @@ in an in-process cache under the session's id and format, stamped with the sessi
 both (compaction, revert, offload, a merge that updated messages in place), and each read
 compares the stamp with the database's first, so nothing stale is served and each process
 may keep its own copy. After appends only (same revision, higher version) the cached
-Anthropic text is extended with the new entries, unless they break the alternation,
-instead of being rebuilt. `limit` and `usage` depend on the profile, which the admin may
+text is extended with the new entries instead of being rebuilt, unless they break the
+alternation (Anthropic) or would change how the last message converts (OpenAI:
+services/context_openai.py). `limit` and `usage` depend on the profile, which the admin may
 change at any time, and `tokens` counts a proxied session's system prompt and tools
 (services/overhead.py), which the proxy may change without a new version: both are read
 on every request and the cached response holds the tail it was last served with, so a
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from operator import itemgetter
 from typing import Any, Final, Literal, get_args
@@ -42,12 +43,11 @@ from django.db import DatabaseError, transaction
 from django.db.models import TextField
 from django.db.models.functions import Cast, Coalesce
 
-from compaction import blocks_of
-
 from ..exporters import request_messages, to_openai
 from ..models import ContextEntry, Session
 from . import context_store
-from .entries import entry_message, load_entries
+from .context_openai import OpenAIBody, openai_body, openai_extended, system_text
+from .entries import entry_message
 from .sized_cache import SizedCache
 
 __all__ = [
@@ -86,10 +86,11 @@ class ContextText:
     (its list still open), OpenAI `json.dumps({system, messages})` without the closing
     brace; the rest is the tail `tokens` (the entries' `tokens` plus `overhead`, a proxied
     session's system prompt and tools), `limit` and `usage`, so a repeated read returns
-    `data` as it is. `open_tail` (Anthropic): the list holds a non-system
-    message, so appended entries can only extend the list, never the system prompt;
-    `last_role` is the role of its last message (an appended entry of the same role cannot
-    simply be spliced after it).
+    `data` as it is. `open_tail`: the list holds a non-system message, so appended entries
+    can only extend the list, never the system prompt (OpenAI: and no system message waits
+    at its end for a tool call's answer); `last_role` is the role of its last message (an
+    appended entry of the same role cannot simply be spliced after it); `asks_tools`
+    (OpenAI): that message calls tools (a system message after it is moved).
     """
 
     revision: int
@@ -103,6 +104,7 @@ class ContextText:
     open_tail: bool
     last_role: str = ""
     overhead: int = 0
+    asks_tools: bool = False
 
     @property
     def stamp(self) -> Stamp:
@@ -249,6 +251,7 @@ _HEADER: Final = (
     "open_tail",
     "last_role",
     "overhead",
+    "asks_tools",
 )
 
 
@@ -271,6 +274,7 @@ def _stored(session: Session, fmt: Format) -> ContextText | None:
             open_tail=bool(header["open_tail"]),
             last_role=str(header["last_role"]),
             overhead=int(header.get("overhead") or 0),
+            asks_tools=bool(header.get("asks_tools")),
         )
     except (KeyError, TypeError, ValueError):
         return None
@@ -299,20 +303,6 @@ def payload_parts(
     return system, request_messages(messages)[1], tokens
 
 
-def system_text(messages: Sequence[Mapping[str, Any]]) -> str | None:
-    """Leading system messages joined into one prompt (None when there are none)."""
-    if not messages:
-        return None
-    parts: list[str] = []
-    for message in messages:
-        parts.extend(
-            str(block.get("text", ""))
-            for block in blocks_of(message)
-            if block.get("type") == "text"
-        )
-    return "\n\n".join(parts)
-
-
 def _stamp(session: Session) -> Stamp | None:
     row = Session.objects.filter(pk=session.pk).values_list("context_revision", "version").first()
     return (int(row[0]), int(row[1])) if row is not None else None
@@ -326,21 +316,8 @@ def _built(
     session: Session, fmt: Format, stamp: Stamp, limit: int | None, overhead: int
 ) -> ContextText:
     if fmt == "openai":
-        entries = load_entries(session)
-        system, messages, tokens = payload_parts(entries, fmt)
-        text = json.dumps({"system": system, "messages": messages}, cls=DjangoJSONEncoder)
-        body = text[:-1].encode()
-        return ContextText(
-            *stamp,
-            last_position=entries[-1].position if entries else -1,
-            tokens=tokens,
-            data=body + response_tail(fmt, tokens + overhead, limit),
-            split=len(body),
-            limit=limit,
-            fmt=fmt,
-            open_tail=False,
-            overhead=overhead,
-        )
+        built = openai_body(session)
+        return _openai_text(built, stamp, built.tokens, limit, overhead)
     rows = _raw_rows(session)
     head = 0
     while head < len(rows) and rows[head][1] == "system":
@@ -368,8 +345,19 @@ def _built(
 def _extended(
     cached: ContextText, session: Session, stamp: Stamp, limit: int | None, overhead: int
 ) -> ContextText | None:
-    """The cached Anthropic text with the entries appended since (None: nothing new found,
-    or the new entries do not simply continue the alternation)."""
+    """The cached text with the entries appended since (None: nothing new found, or the
+    new entries do not simply continue the alternation, or in OpenAI form their conversion)."""
+    if cached.fmt == "openai":
+        found = openai_extended(
+            session,
+            last_position=cached.last_position,
+            last_role=cached.last_role,
+            asks_tools=cached.asks_tools,
+        )
+        if found is None:
+            return None
+        tokens = cached.tokens + found.tokens
+        return _openai_text(found, stamp, tokens, limit, overhead, before=cached.body[:-1])
     rows = _raw_rows(session, after=cached.last_position)
     if not rows or not _alternating(rows, after=cached.last_role):
         return None
@@ -386,6 +374,33 @@ def _extended(
         open_tail=True,
         last_role=rows[-1][1],
         overhead=overhead,
+    )
+
+
+def _openai_text(
+    built: OpenAIBody,
+    stamp: Stamp,
+    tokens: int,
+    limit: int | None,
+    overhead: int,
+    *,
+    before: memoryview | bytes = b"",
+) -> ContextText:
+    """The OpenAI response of `before` then `built` for `tokens` (all the entries'),
+    `limit` and `overhead`."""
+    tail = response_tail("openai", tokens + overhead, limit)
+    return ContextText(
+        *stamp,
+        last_position=built.last_position,
+        tokens=tokens,
+        data=b"".join((before, built.body, tail)),  # one copy of the megabytes
+        split=len(before) + len(built.body),
+        limit=limit,
+        fmt="openai",
+        open_tail=built.open_tail,
+        last_role=built.last_role,
+        overhead=overhead,
+        asks_tools=built.asks_tools,
     )
 
 

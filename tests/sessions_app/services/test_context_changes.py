@@ -41,7 +41,7 @@ from tests.sessions_app.transcripts import (
     text,
     tool_use,
 )
-from tests.support.histories import assistant, exchange, user
+from tests.support.histories import assistant, exchange, system, tool_call, user
 
 pytestmark = pytest.mark.django_db
 
@@ -78,6 +78,14 @@ def _append_breaking_alternation(session: Session) -> None:
     append_messages(session, [assistant("a second answer in a row")])
 
 
+def _append_tool_call(session: Session) -> None:
+    append_messages(session, [user("read it"), tool_call("t9")])
+
+
+def _append_system_message(session: Session) -> None:
+    append_messages(session, [system("a note from the harness"), user("and then")])
+
+
 def _proxy_answer(session: Session) -> None:
     digests = [f"d{i}" for i in range(session.message_count)]
     state = {"digests": digests, "system_tokens": 40, "tools_tokens": 300}
@@ -89,6 +97,8 @@ def _proxy_answer(session: Session) -> None:
 CHANGES: dict[str, Callable[[Session], None]] = {
     "append": _append,
     "append after the same role": _append_breaking_alternation,
+    "append a tool call": _append_tool_call,
+    "append a system message": _append_system_message,
     "compaction": _compact,
     "edited summary": _edited,
     "revert": _revert,

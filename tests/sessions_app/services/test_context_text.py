@@ -74,17 +74,18 @@ def test_an_append_invalidates_the_cached_context(session: Session, fmt: Format)
     assert after == uncached(session, fmt)
 
 
-def test_after_an_append_only_the_new_entries_are_read(session: Session) -> None:
-    context_body(session)
+@FORMATS
+def test_after_an_append_only_the_new_entries_are_read(session: Session, fmt: Format) -> None:
+    context_body(session, fmt)
     append_messages(session, [user("next")])
     with CaptureQueriesContext(connection) as queries:
-        extended = context_body(session)
+        extended = context_body(session, fmt)
     entry_sql = [q["sql"] for q in queries if "sessions_app_contextentry" in q["sql"]]
     assert len(entry_sql) == 1
     assert "position" in entry_sql[0].split("WHERE", 1)[1], "a read of the new positions only"
     append_messages(session, [assistant("answer")])
-    assert context_body(session) == uncached(session)
-    assert extended != context_body(session)
+    assert context_body(session, fmt) == uncached(session, fmt)
+    assert extended != context_body(session, fmt)
 
 
 def test_an_append_after_only_system_messages_rebuilds_the_system_prompt(
@@ -226,16 +227,17 @@ def test_a_fresh_process_reads_the_stored_response(session: Session, fmt: Format
     assert context_body(session, fmt) == first
 
 
-def test_a_stored_response_is_extended_after_appends(session: Session) -> None:
-    context_body(session)
+@FORMATS
+def test_a_stored_response_is_extended_after_appends(session: Session, fmt: Format) -> None:
+    context_body(session, fmt)
     append_messages(session, [user("one more question")])
     clear_cache(stored=False)
     with CaptureQueriesContext(connection) as queries:
-        extended = context_body(session)
+        extended = context_body(session, fmt)
     entry_sql = [q["sql"] for q in queries if "sessions_app_contextentry" in q["sql"]]
     assert len(entry_sql) == 1
     assert "position" in entry_sql[0].split("WHERE", 1)[1], "a read of the new positions only"
-    assert extended == uncached(session)
+    assert extended == uncached(session, fmt)
 
 
 @FORMATS
