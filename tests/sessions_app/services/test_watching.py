@@ -64,15 +64,7 @@ def _grow(lines: list[bytes], target: Path, watcher: Watcher) -> list[int]:
     [
         CLAUDE,
         CODEX,
-        pytest.param(
-            "agentsessions_claude_small.coverage.jsonl",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="known defect: a file that starts with sidechain lines, whose main "
-                "thread's first parent is a sidechain line, is read again from its cut as a "
-                "different branch and its messages are appended again (49 rows, not 7)",
-            ),
-        ),
+        "agentsessions_claude_small.coverage.jsonl",  # starts with sidechain lines
     ],
 )
 def test_a_transcript_appended_line_by_line_equals_a_one_shot_import(
