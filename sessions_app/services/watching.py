@@ -33,7 +33,7 @@ from ..importers.claude_code_agents import agent_meta, transcript_session_id
 from ..importers.parse import parse_source
 from ..importers.source import open_source
 from ..models import Session
-from .importing import find_source_session, merge_imported, source_identity, store_imported
+from .importing import find_source_session, merge_tree, source_identity, store_imported
 from .importing.cuts import find_cuts
 
 __all__ = ["DEFAULT_ROOTS", "FileSync", "Watcher", "default_roots", "sync_file"]
@@ -245,7 +245,8 @@ class _Sync:
                 self.added += sum(each.message_count for each in stored)
                 self.compactions += sum(each.compaction_count for each in stored)
                 return len(imported.messages)
-            result = merge_imported(self.session, imported, start_seq=seq)
+            # Its inline subagents too: a sidechain may arrive after the first scan.
+            result = merge_tree(self.session, imported, start_seq=seq)
             self.added += result.added
             self.updated += result.updated
             self.compactions += result.compactions
