@@ -8,7 +8,10 @@ exchange, never the whole file. What was read is remembered on the session (`sou
 `source_resume_offset`, `source_resume_seq` and `source_fingerprint`, a hash of the file's
 head), so a restarted watcher resumes where it stopped; a file that shrank or whose head
 changed is read again from its start (merging, never duplicating: merge.py). A partial last
-line is left for the next scan. Subagent transcripts (`<session>/subagents/agent-*.jsonl`)
+line is left for the next scan. A session file whose lines so far are all sidechain lines is
+not stored until its first main-thread message arrives: read alone, those lines would be
+taken for a subagent transcript and stored as the main thread, which the file later
+contradicts. Subagent transcripts (`<session>/subagents/agent-*.jsonl`)
 attach to their parent session as they appear.
 """
 
@@ -30,7 +33,7 @@ from ..importers.claude_code_agents import agent_meta, transcript_session_id
 from ..importers.parse import parse_source
 from ..importers.source import open_source
 from ..models import Session
-from .importing import find_source_session, merge_imported, source_identity, store_imported
+from .importing import find_source_session, merge_tree, source_identity, store_imported
 from .importing.cuts import find_cuts
 
 __all__ = ["DEFAULT_ROOTS", "FileSync", "Watcher", "default_roots", "sync_file"]
@@ -143,6 +146,8 @@ def sync_file(owner: AbstractBaseUser, path: Path) -> FileSync:
         cuts = find_cuts(data[: data.rfind(b"\n") + 1], fmt)
         if known is not None and start + cuts.end == known.source_offset:
             return FileSync(text)
+        if known is None and not cuts.main and not _AGENT_FILE.match(path.name):
+            return FileSync(text)  # only sidechain lines yet: wait for the main thread
         fingerprint = _fingerprint(file, start + cuts.end)
     reread = session is not None and known is None
     return _Sync(owner, path, fmt, known).run(
@@ -240,7 +245,8 @@ class _Sync:
                 self.added += sum(each.message_count for each in stored)
                 self.compactions += sum(each.compaction_count for each in stored)
                 return len(imported.messages)
-            result = merge_imported(self.session, imported, start_seq=seq)
+            # Its inline subagents too: a sidechain may arrive after the first scan.
+            result = merge_tree(self.session, imported, start_seq=seq)
             self.added += result.added
             self.updated += result.updated
             self.compactions += result.compactions

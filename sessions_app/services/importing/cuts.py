@@ -12,6 +12,11 @@ while no tool call waits for its result and no compaction boundary waits for its
   `compacted` line that follows it is the same compaction (it brings the summary and the
   replacement history), so the complete part ends before the item until that line, or any
   other item, has arrived.
+
+`main` tells whether a Claude Code part has a main-thread message at all: a part made only of
+sidechain lines is parsed as a subagent transcript (importers/claude_code_graph.py), so a
+session file that starts with sidechain lines must wait for its main thread before it is
+stored (services/watching.py).
 """
 
 from __future__ import annotations
@@ -44,10 +49,12 @@ _CODEX_OUTPUTS = frozenset(
 @dataclass(frozen=True)
 class Cuts:
     """`last`: offset of the newest cut (0: none after the start); `end`: where the complete
-    part ends (before a trailing compaction boundary still waiting for its summary)."""
+    part ends (before a trailing compaction boundary still waiting for its summary); `main`:
+    a main-thread message was seen (always true for Codex)."""
 
     last: int
     end: int
+    main: bool = True
 
 
 def find_cuts(data: bytes, format: str) -> Cuts:
@@ -55,7 +62,9 @@ def find_cuts(data: bytes, format: str) -> Cuts:
     state: _Claude | _Codex = _Claude() if format == "claude_code" else _Codex()
     last = 0
     boundary_at: int | None = None
+    main = format != "claude_code"
     for offset, record in _records(data):
+        main = main or _main_message(record)
         clean = state.starts_clean(record)  # always: it also notes the line
         if clean and offset:
             last = offset
@@ -63,7 +72,17 @@ def find_cuts(data: bytes, format: str) -> Cuts:
             boundary_at = offset if boundary_at is None else boundary_at
         if not state.boundary_open:
             boundary_at = None
-    return Cuts(last, len(data) if boundary_at is None else boundary_at)
+    return Cuts(last, len(data) if boundary_at is None else boundary_at, main)
+
+
+def _main_message(record: Mapping[str, Any]) -> bool:
+    """True for a Claude Code main-thread message line (not a sidechain, not a summary)."""
+    return (
+        record.get("type") in {"user", "assistant"}
+        and record.get("isSidechain") is not True
+        and not record.get("isCompactSummary")
+        and isinstance(record.get("message"), Mapping)
+    )
 
 
 def _records(data: bytes) -> Iterator[tuple[int, Mapping[str, Any]]]:

@@ -20,13 +20,14 @@ from ...importers.source import Progress, open_source
 from ...models import Session
 from ...unstorable import clean_text
 from ..errors import InvalidInput
-from .merge import merge_imported
+from .merge import MergeResult, merge_imported
 from .store import store_imported
 
 __all__ = [
     "ImportReport",
     "find_source_session",
     "import_file",
+    "merge_tree",
     "resolved",
     "source_identity",
     "update_session",
@@ -172,30 +173,47 @@ def find_source_session(owner: AbstractBaseUser, imported: ImportedSession) -> S
 
 def update_session(session: Session, imported: ImportedSession, *, start_seq: int = 0) -> int:
     """Merge `imported` (and its subagents) into `session`; returns the messages added."""
+    return merge_tree(session, imported, start_seq=start_seq).added
+
+
+def merge_tree(session: Session, imported: ImportedSession, *, start_seq: int = 0) -> MergeResult:
+    """Merge `imported` into `session` and each of its subagents into its stored child (one
+    not stored yet is stored now). The counts add up the rows written in every session of
+    the tree; `end_seq` is the main session's."""
     result = merge_imported(session, imported, start_seq=start_seq)
     if imported.source_path and not session.source_path:
         session.source_path = clean_text(imported.source_path)[:1024]
         session.save(update_fields=["source_path"])
-    added = result.added
+    added, updated, compactions = result.added, result.updated, result.compactions
     for child in imported.subagents:
-        added += _update_child(session, imported, child)
-    return added
+        each = _update_child(session, imported, child)
+        added += each.added
+        updated += each.updated
+        compactions += each.compactions
+    return MergeResult(added, updated, compactions, result.end_seq)
 
 
-def _update_child(parent: Session, imported: ImportedSession, child: ImportedSession) -> int:
+def _update_child(
+    parent: Session, imported: ImportedSession, child: ImportedSession
+) -> MergeResult:
     stored = None
     if child.external_id:
         stored = Session.objects.filter(
             parent=parent, external_id=clean_text(child.external_id)[:200]
         ).first()
     if stored is None:
-        store_imported(parent.owner, child, parent=parent)
-        return len(child.messages)
+        sessions = store_imported(parent.owner, child, parent=parent)
+        return MergeResult(
+            sum(each.message_count for each in sessions),
+            0,
+            sum(each.compaction_count for each in sessions),
+            len(child.messages),
+        )
     if child.parent_tool_use_id and not stored.parent_tool_use_id:
         stored.parent_tool_use_id = clean_text(child.parent_tool_use_id)[:200]
         stored.save(update_fields=["parent_tool_use_id"])
     own_file = bool(child.source_path) and child.source_path != imported.source_path
-    return update_session(stored, child, start_seq=0 if own_file else _start_of(stored, child))
+    return merge_tree(stored, child, start_seq=0 if own_file else _start_of(stored, child))
 
 
 def _start_of(stored: Session, child: ImportedSession) -> int:

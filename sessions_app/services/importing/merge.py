@@ -177,6 +177,9 @@ class _Merger:
 
     def _update(self, row: Message, item: ImportedMessage) -> None:
         self._note(item)
+        source_id = item.original_id[:200]
+        if source_id and not row.original_id:  # a made-up tool result, now the real one
+            Message.objects.filter(pk=row.pk).update(original_id=source_id)
         fresh = message_row(self.session, row.seq, item, 0, row.created_at)
         if _json(fresh.content) == _json(row.content) and _json(fresh.extra) == _json(row.extra):
             return
@@ -271,14 +274,23 @@ class _Merger:
         metadata = item.raw.get("compactMetadata")
         segment = metadata.get("preservedSegment") if isinstance(metadata, dict) else None
         head = segment.get("headUuid") if isinstance(segment, dict) else None
-        if not isinstance(head, str) or not head:
-            return 1 << 62
+        if not isinstance(head, str) or not head or self._read_here(head, item.at_message):
+            return 1 << 62  # the importer placed it (item.last_index)
         recent = Message.objects.filter(session=self.session, seq__lt=self.start_seq)
         for seq, extra in recent.order_by("-seq").values_list("seq", "extra")[:CHUNK]:
             uuids = extra.get("import", {}).get("uuids", []) if isinstance(extra, dict) else []
             if head in uuids:
                 return int(seq)
         return 1 << 62
+
+    def _read_here(self, uuid: str, before: int) -> bool:
+        """True when one of this part's first `before` messages has the line `uuid` (a uuid
+        seen again: the newest line with it is meant, as the importer does)."""
+        for item in self.imported.messages[:before]:
+            uuids = item.extra.get("uuids")
+            if isinstance(uuids, list) and uuid in uuids:
+                return True
+        return False
 
     def _replace(
         self, row: Compaction, replaced: list[ContextEntry], message: dict[str, Any], tokens: int

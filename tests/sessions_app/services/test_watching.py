@@ -64,15 +64,7 @@ def _grow(lines: list[bytes], target: Path, watcher: Watcher) -> list[int]:
     [
         CLAUDE,
         CODEX,
-        pytest.param(
-            "agentsessions_claude_small.coverage.jsonl",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="known defect: a file that starts with sidechain lines, whose main "
-                "thread's first parent is a sidechain line, is read again from its cut as a "
-                "different branch and its messages are appended again (49 rows, not 7)",
-            ),
-        ),
+        "agentsessions_claude_small.coverage.jsonl",  # starts with sidechain lines
     ],
 )
 def test_a_transcript_appended_line_by_line_equals_a_one_shot_import(
@@ -292,3 +284,71 @@ def test_the_counters_of_a_growing_file_add_up_to_what_it_stored(
             compactions += sync.compactions
     assert (added, compactions) == _totals(user)
     assert compactions == samples.EXPECTED[CODEX]["counts"]["compactions"]
+
+
+def _side(record: dict[str, Any]) -> dict[str, Any]:
+    return {**record, "isSidechain": True, "agentId": "agent-1"}
+
+
+_MAIN_START = [
+    cc_user("u1", None, "Explore the repository"),
+    cc_assistant("a1", "u1", [tool_use("t1", "Task", prompt="Look around")], "m1"),
+]
+_SIDECHAIN = [
+    _side(cc_user("s1", None, "Look around")),
+    _side(cc_assistant("s2", "s1", [text("Two files.")], "m-side")),
+]
+_MAIN_END = [
+    cc_user("u2", "a1", [tool_result("t1", "Two files.")]),
+    cc_assistant("a2", "u2", [text("The repository has two files.")], "m2"),
+]
+
+
+def _scan_parts(user: Any, path: Path, parts: list[list[dict[str, Any]]]) -> tuple[int, int]:
+    """Write `parts` one after the other, a scan after each; (added, compactions) summed."""
+    path.parent.mkdir(exist_ok=True)
+    path.touch()
+    watcher = Watcher(user, [path.parent])
+    added = compactions = 0
+    for part in parts:
+        with open(path, "a") as file:
+            file.write(jsonl(*part))
+        for sync in watcher.scan():
+            added += sync.added
+            compactions += sync.compactions
+    return added, compactions
+
+
+def _child_history(user: Any) -> list[tuple[str, str]]:
+    [child] = Session.objects.filter(owner=user, parent__isnull=False)
+    return _history(child)
+
+
+def test_an_inline_subagent_arriving_in_a_later_scan_is_stored_and_counted(
+    user: Any, tmp_path: Path
+) -> None:
+    target = tmp_path / "watched" / "s.jsonl"
+    counted = _scan_parts(user, target, [_MAIN_START, _SIDECHAIN[:1], _SIDECHAIN[1:], _MAIN_END])
+    assert counted == _totals(user)
+    [main] = Session.objects.filter(owner=user, parent__isnull=True)
+    [child] = Session.objects.filter(owner=user, parent=main)
+    assert child.parent_tool_use_id == "t1"
+    reference = _reference(target)
+    assert _history(main) == _history(reference)
+    assert _child_history(user) == _history(Session.objects.get(parent=reference))
+    assert [m.role for m in Message.objects.filter(session=child)] == ["user", "assistant"]
+
+
+def test_a_file_that_starts_with_sidechain_lines_waits_for_its_main_thread(
+    user: Any, tmp_path: Path
+) -> None:
+    target = tmp_path / "watched" / "s.jsonl"
+    assert _scan_parts(user, target, [_SIDECHAIN]) == (0, 0)
+    assert not Session.objects.filter(owner=user).exists()
+    counted = _scan_parts(user, target, [_MAIN_START + _MAIN_END])
+    assert counted == _totals(user) == (6, 0)
+    [main] = Session.objects.filter(owner=user, parent__isnull=True)
+    assert [m.role for m in Message.objects.filter(session=main)] == ["user", "assistant"] * 2
+    [(role, prompt), (reply_role, _)] = _child_history(user)
+    assert (role, reply_role) == ("user", "assistant")
+    assert "Look around" in prompt
