@@ -3,6 +3,7 @@ change; the profile read once per request (plan and record)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -121,3 +122,14 @@ def test_the_default_profile_is_read_once_per_request(user: Any) -> None:
     ]
     assert len(profile_reads) == 1
     assert Session.objects.get().message_count == 4
+
+
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_a_message_raw_digest_is_the_hash_of_its_bytes_as_sent(ascii_only: bool) -> None:
+    messages = [{"role": "user", "content": "café ☕"}, {"role": "assistant", "content": "ok"}]
+    compact: dict[str, Any] = {"separators": (",", ":"), "ensure_ascii": ascii_only}
+    body = json.dumps({"model": "m", "messages": messages}, **compact).encode()
+    decoded, hashes = decode_body(body)
+    assert decoded["messages"] == messages
+    sent = [json.dumps(message, **compact).encode() for message in messages]
+    assert hashes == [hashlib.sha256(one).hexdigest()[:16] for one in sent]
