@@ -4,10 +4,12 @@ change; the profile read once per request (plan and record)."""
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 from typing import Any
 
 import pytest
+from django.apps import apps
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -133,3 +135,18 @@ def test_a_message_raw_digest_is_the_hash_of_its_bytes_as_sent(ascii_only: bool)
     assert decoded["messages"] == messages
     sent = [json.dumps(message, **compact).encode() for message in messages]
     assert hashes == [hashlib.sha256(one).hexdigest()[:16] for one in sent]
+
+
+def test_the_migration_moves_system_and_tools_out_of_the_state(user: Any) -> None:
+    migration = importlib.import_module("sessions_app.migrations.0009_proxy_overhead")
+    _first_turn(user)
+    session = Session.objects.get()
+    inline = {**(session.proxy_state or {}), "system": SYSTEM, "tools": TOOLS}
+    Session.objects.filter(pk=session.pk).update(proxy_state=inline, proxy_overhead=None)
+    migration._move(apps, None)
+    session.refresh_from_db()
+    assert session.proxy_overhead == {"system": SYSTEM, "tools": TOOLS}
+    assert session.proxy_state == {k: v for k, v in inline.items() if k not in ("system", "tools")}
+    migration._back(apps, None)
+    session.refresh_from_db()
+    assert session.proxy_state == inline
