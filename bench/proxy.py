@@ -5,8 +5,10 @@
   answer and a new user message, as an agent sends it. The proxy (ctxweb under uvicorn, ASGI)
   and the fake upstream run in this process; each proxied request is interleaved with the
   same body sent straight to the fake, and the added latency is the difference of the
-  medians. Goal: p50 under 15 ms at 200K (stored messages are never re-encoded: their
-  counts are cached; only the new messages are counted).
+  medians. Every request carries a coding agent's unchanged system prompt and tool
+  definitions (~73 KB), as Claude Code sends them. Goal: p50 under 15 ms at 200K (stored
+  messages are never re-encoded: their counts are cached; only the new messages are
+  counted; an unchanged system prompt and tools are neither written nor counted again).
 - Time to first byte of a streamed answer through the proxy and straight from the fake
   (which pauses between events), median of several requests.
 - 20 concurrent streaming clients, each its own conversation: wall time, requests per
@@ -44,15 +46,48 @@ def _percentile(values: Sequence[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
+def _agent_overhead() -> tuple[str, list[dict[str, Any]]]:
+    """A coding agent's system prompt (~14 KB) and tool definitions (~60 KB), as Claude Code
+    sends with every request: the same bytes each time."""
+    system = "You are a careful coding agent working in the user's repository. " * 220
+    tools = [
+        {
+            "name": f"tool_{number}",
+            "description": f"Tool {number}: reads, edits or runs something for the agent. " * 40,
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    f"argument_{a}": {"type": "string", "description": "An argument. " * 8}
+                    for a in range(4)
+                },
+                "required": ["argument_0"],
+            },
+        }
+        for number in range(20)
+    ]
+    return system, tools
+
+
+_SYSTEM, _TOOLS = _agent_overhead()
+
+
 class _Conversation:
-    """An agent's conversation: the history grows by the answer and a new user message."""
+    """An agent's conversation: the history grows by the answer and a new user message.
+    Every request carries the agent's unchanged system prompt and tool definitions."""
 
     def __init__(self, history: list[Any]) -> None:
         self.history = history
         self.turn = 0
 
     def body(self, *, stream: bool = False) -> bytes:
-        payload = {"model": "bench", "max_tokens": 64, "messages": self.history, "stream": stream}
+        payload = {
+            "model": "bench",
+            "max_tokens": 64,
+            "system": _SYSTEM,
+            "tools": _TOOLS,
+            "messages": self.history,
+            "stream": stream,
+        }
         return json.dumps(payload).encode()
 
     def advance(self, answer: Any) -> None:
@@ -191,7 +226,13 @@ def _server_work(owner: Any, history: list[Any], runs: int) -> dict[str, Any]:
             answer = adapter.answer(reply)
             assert plan is not None
             assert answer is not None
-            record_answer(plan.session_id, plan.stored, answer.canonical, digest(answer.client))
+            record_answer(
+                plan.session_id,
+                plan.stored,
+                answer.canonical,
+                digest(answer.client),
+                profile=plan.profile,
+            )
             spent, elapsed = time.process_time() - started, time.perf_counter() - clock
         if turn:
             cpu.append(spent * 1000)

@@ -222,7 +222,13 @@ class Session(models.Model):
         max_length=200, blank=True, db_index=True, help_text="Conversation key of the proxy."
     )
     proxy_state = models.JSONField(
-        null=True, blank=True, help_text="Proxy bookkeeping: message digests, system, tools."
+        null=True,
+        blank=True,
+        help_text="Proxy bookkeeping: message map, system and tools token counts and digest.",
+    )
+    # Written only when the request's system prompt or tools change (services/proxying.py).
+    proxy_overhead = models.JSONField(
+        null=True, blank=True, help_text="The proxy's latest system prompt and tool definitions."
     )
     # Where an imported session comes from, so re-importing it updates it (README, "Watching
     # local transcripts").

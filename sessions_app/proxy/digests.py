@@ -69,8 +69,10 @@ def raw_digest(message: Any) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def _span_hash(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+def _span_hash(data: bytes | memoryview) -> str:
+    """SHA-256 (hardware-accelerated on current CPUs: about twice as fast as BLAKE2 over a
+    megabyte of messages), cut to 16 hex characters."""
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 def decode_body(raw: bytes) -> tuple[Any, list[str] | None]:
@@ -83,7 +85,8 @@ def decode_body(raw: bytes) -> tuple[Any, list[str] | None]:
     the body is not JSON)."""
     try:
         text = raw.decode("utf-8")
-        return _walk(text)
+        # ASCII (json.dumps' default): a character is a byte, spans are hashed in place
+        return _walk(text, memoryview(raw) if raw.isascii() else None)
     except (UnicodeDecodeError, ValueError, IndexError):
         return json.loads(raw), None
 
@@ -93,7 +96,7 @@ def _skip(text: str, index: int) -> int:
     return match.end() if match else index
 
 
-def _walk(text: str) -> tuple[Any, list[str] | None]:
+def _walk(text: str, ascii: memoryview | None) -> tuple[Any, list[str] | None]:
     index = _skip(text, 0)
     if text[index] != "{":
         return json.loads(text), None
@@ -111,7 +114,7 @@ def _walk(text: str) -> tuple[Any, list[str] | None]:
             raise ValueError("expected ':'")
         index = _skip(text, index + 1)
         if key == "messages" and text[index] == "[":
-            body[key], spans, index = _array(text, index)
+            body[key], spans, index = _array(text, index, ascii)
         else:
             body[key], index = _DECODER.raw_decode(text, index)
             spans = None if key == "messages" else spans
@@ -125,8 +128,9 @@ def _walk(text: str) -> tuple[Any, list[str] | None]:
     return body, spans
 
 
-def _array(text: str, index: int) -> tuple[list[Any], list[str], int]:
-    """The array starting at `index` ('['), each element's raw digest, the index after it."""
+def _array(text: str, index: int, ascii: memoryview | None) -> tuple[list[Any], list[str], int]:
+    """The array starting at `index` ('['), each element's raw digest, the index after it.
+    `ascii`: the same text as bytes, when each character is one byte."""
     items: list[Any] = []
     hashes: list[str] = []
     index = _skip(text, index + 1)
@@ -135,7 +139,8 @@ def _array(text: str, index: int) -> tuple[list[Any], list[str], int]:
     while True:
         item, end = _DECODER.raw_decode(text, index)
         items.append(item)
-        hashes.append(_span_hash(text[index:end]))
+        span = ascii[index:end] if ascii is not None else text[index:end].encode("utf-8")
+        hashes.append(_span_hash(span))
         index = _skip(text, end)
         if text[index] == "]":
             return items, hashes, index + 1

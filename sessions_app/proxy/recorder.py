@@ -54,6 +54,7 @@ class Recording:
                 answer.canonical,
                 digest(answer.client),
                 compact=self.compact,
+                profile=self.plan.profile,
             )
         except Exception:
             logger.exception(

@@ -1,8 +1,8 @@
 """What a proxied request carries besides its messages: the system prompt and tool definitions.
 
 The proxy keeps the latest system prompt and tool definitions of each proxied session in
-`Session.proxy_state` (services/proxying.py), with their token counts under
-`system_tokens` and `tools_tokens`. Upstream receives them with every request
+`Session.proxy_overhead` and their token counts in `Session.proxy_state` under
+`system_tokens` and `tools_tokens` (services/proxying.py). Upstream receives them with every request
 (docs/behaviour.md#token-counting), so `check`, the context's `tokens` and the gauge count them too.
 They are counted once when they change (a digest of both is kept beside the counts), never per
 request.
@@ -24,6 +24,7 @@ __all__ = [
     "OVERHEAD_VALUES",
     "Overhead",
     "count_overhead",
+    "overhead_counts",
     "overhead_digest",
     "overhead_of",
     "overhead_values",
@@ -90,10 +91,17 @@ def count_overhead(state: dict[str, Any], encoding: str | None = None) -> None:
     digest = overhead_digest(system, tools)
     if state.get("overhead_digest") == digest:
         return
-    tool_text = json.dumps(tools, ensure_ascii=False, separators=(",", ":")) if tools else ""
-    state["system_tokens"] = _tokens(_system_text(system), encoding)
-    state["tools_tokens"] = _tokens(tool_text, encoding)
+    state.update(overhead_counts(system, tools, encoding))
     state["overhead_digest"] = digest
+
+
+def overhead_counts(system: Any, tools: Any, encoding: str | None = None) -> dict[str, int]:
+    """`system_tokens` and `tools_tokens` of a system prompt and tool definitions."""
+    tool_text = json.dumps(tools, ensure_ascii=False, separators=(",", ":")) if tools else ""
+    return {
+        "system_tokens": _tokens(_system_text(system), encoding),
+        "tools_tokens": _tokens(tool_text, encoding),
+    }
 
 
 def _tokens(text: str, encoding: str | None) -> int:

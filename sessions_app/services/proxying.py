@@ -2,7 +2,10 @@
 
 A proxied session keeps `proxy_state` beside its messages: a map of the client messages it
 stored, of constant size (running fingerprints of the stored prefix and the digests of its
-last messages: services/proxy_map.py), and the latest system prompt and tool definitions.
+last messages: services/proxy_map.py), and the token counts and digest of the latest system
+prompt and tool definitions. Those themselves are kept in `proxy_overhead`, written (and
+counted) only when a request's differ from the stored ones: an agent that sends the same
+50-100 KB with every request costs one digest of them per request.
 The next request continues the session when the stored messages are a prefix of its own;
 otherwise (a client that edited or compacted its own history) it starts a new session and
 the old one stays as it was. Only the new messages are converted, counted and appended, in
@@ -30,7 +33,7 @@ from ..models import CompactionProfile, Session
 from .auto import StoredCompaction, post_call_check, prepare_context, usage_tokens
 from .context_text import Format
 from .errors import Conflict
-from .overhead import count_overhead, overhead_digest, session_overhead
+from .overhead import overhead_counts, overhead_digest, session_overhead
 from .policies import policy_for, profile_for
 from .proxy_context import split_context
 from .proxy_map import Incoming, PrefixMap
@@ -76,6 +79,8 @@ class ProxyPlan:
     compaction: StoredCompaction | None = field(default=None)
     #: False in observe mode: forwarded as sent, and no post-call check.
     compact: bool = True
+    #: The profile read for this request, handed to `record_answer` (read once per request).
+    profile: CompactionProfile | None = None
 
 
 def plan_request(owner: User, request: ProxyRequest) -> ProxyPlan | None:
@@ -87,14 +92,17 @@ def plan_request(owner: User, request: ProxyRequest) -> ProxyPlan | None:
     one.
     """
     incoming = Incoming(request.digests)
+    overhead = overhead_digest(request.system, request.tools)
     try:
-        return _plan(owner, request, incoming)
+        return _plan(owner, request, incoming, overhead)
     except Conflict:
-        return _plan(owner, request, incoming)
+        return _plan(owner, request, incoming, overhead)
 
 
-def _plan(owner: User, request: ProxyRequest, incoming: Incoming) -> ProxyPlan | None:
-    session_id = _matching(owner, request, incoming)
+def _plan(
+    owner: User, request: ProxyRequest, incoming: Incoming, overhead: str
+) -> ProxyPlan | None:
+    session_id = _matching(owner, request, incoming, overhead)
     if session_id is None:
         if _side_request(owner, request):
             return None
@@ -106,17 +114,20 @@ def _plan(owner: User, request: ProxyRequest, incoming: Incoming) -> ProxyPlan |
         profile = _profile_of(locked)
         state = _state_of(locked, request.provider)
         prefix = PrefixMap.of(state)
-        if not _is_retry(state, prefix, request, incoming):
+        if not _is_retry(state, prefix, incoming, overhead):
             if not prefix.continued_by(incoming):
                 raise Conflict("the proxied session changed under the request")
             _append_new(locked, prefix, request, incoming, profile)
-        _remember(state, request)
+        changes: dict[str, Any] = {"proxy_state": state}
+        kept = _remember(locked.pk, state, request, overhead)
+        if kept is not None:
+            changes["proxy_overhead"] = kept
         _keep_map(state, prefix)
-        Session.objects.filter(pk=locked.pk).update(proxy_state=state)
+        Session.objects.filter(pk=locked.pk).update(**changes)
         locked.proxy_state = state
     stored = len(request.digests)
     if (request.mode or profile.proxy_mode) != "compact":  # observe: record only
-        return ProxyPlan(session_id=locked.pk, stored=stored, compact=False)
+        return ProxyPlan(session_id=locked.pk, stored=stored, compact=False, profile=profile)
     compaction = None
     if _over(locked, profile):  # the pre-call check, from the stored counts
         compaction = prepare_context(locked, fmt=request.provider).compaction
@@ -130,6 +141,7 @@ def _plan(owner: User, request: ProxyRequest, incoming: Incoming) -> ProxyPlan |
         head=head,
         tail_start=tail_start,
         compaction=compaction,
+        profile=profile,
     )
 
 
@@ -140,6 +152,7 @@ def record_answer(
     digest: str,
     *,
     compact: bool = True,
+    profile: CompactionProfile | None = None,
 ) -> bool:
     """Append the model's answer (`message`, with its real usage) after the request's
     messages; then the post-call check may queue a compaction. False when the session moved
@@ -147,7 +160,9 @@ def record_answer(
 
     The answer to a retry (the request's messages are the stored ones minus the stored
     answer) is not stored again: its digest becomes an alias of the stored answer, so the
-    client's next request, which carries this answer, continues the session."""
+    client's next request, which carries this answer, continues the session.
+
+    `profile`: the one the request's plan read (`ProxyPlan.profile`); None: read now."""
     with transaction.atomic():
         locked = _locked(session_id)
         if locked is None:
@@ -158,7 +173,7 @@ def record_answer(
             prefix.add_alias(stored, digest)
             answered = False
         elif prefix.count == stored:
-            profile = _profile_of(locked)
+            profile = profile or _profile_of(locked)
             append_locked(locked, [dict(message)], profile=profile)
             prefix.add_answer(digest)
             answered = True
@@ -172,7 +187,7 @@ def record_answer(
             total = usage_tokens(usage)
             locked.last_usage = {**usage, "total_tokens": total, "at": timezone.now().isoformat()}
             changes["last_usage"] = locked.last_usage
-            policy = policy_for(locked, profile)
+            policy = policy_for(locked, profile or _profile_of(locked))
             over = policy.enabled and policy.scaled(total) >= policy.threshold
         Session.objects.filter(pk=locked.pk).update(**changes)
     if over:  # the post-call check queues the compaction (it records the usage again)
@@ -188,9 +203,10 @@ def _keep_map(state: dict[str, Any], prefix: PrefixMap) -> None:
 
 
 def _locked(pk: uuid.UUID) -> Session | None:
-    """The session, locked for this transaction, with its profile (one query)."""
+    """The session, locked for this transaction, with its profile (one query), without its
+    stored system prompt and tools (read only when a request changes one of them)."""
     rows = Session.objects.select_for_update(of=("self",)).select_related("profile")
-    return rows.filter(pk=pk).first()
+    return rows.defer("proxy_overhead").filter(pk=pk).first()
 
 
 def _profile_of(session: Session) -> CompactionProfile:
@@ -227,15 +243,15 @@ def _append_new(
 
 
 def _is_retry(
-    state: Mapping[str, Any], prefix: PrefixMap, request: ProxyRequest, incoming: Incoming
+    state: Mapping[str, Any], prefix: PrefixMap, incoming: Incoming, overhead: str
 ) -> bool:
     """The same request again after its answer was stored: the stored messages minus that
-    last answer, with the same system prompt and tools."""
+    last answer, with the same system prompt and tools (`overhead`: their digest)."""
     return (
         prefix.count > 0
         and prefix.answered == prefix.count - 1
         and len(incoming) == prefix.count - 1
-        and state.get("overhead_digest") == overhead_digest(request.system, request.tools)
+        and state.get("overhead_digest") == overhead
         and prefix.continued_by(incoming, prefix.count - 1)
     )
 
@@ -247,10 +263,12 @@ def _side_request(owner: User, request: ProxyRequest) -> bool:
     if not request.key.startswith("cc:") or request.tools:
         return False
     siblings = sessions_for(owner).filter(proxy_key=request.key[:200])
-    return siblings.filter(proxy_state__has_key="tools").exists()
+    return siblings.filter(proxy_overhead__has_key="tools").exists()
 
 
-def _matching(owner: User, request: ProxyRequest, incoming: Incoming) -> uuid.UUID | None:
+def _matching(
+    owner: User, request: ProxyRequest, incoming: Incoming, overhead: str
+) -> uuid.UUID | None:
     """The most recent session of this conversation whose stored messages the request
     continues or retries (a named or identified session first). Only each candidate's map
     is read, not its stored system prompt and tools."""
@@ -273,7 +291,7 @@ def _matching(owner: User, request: ProxyRequest, incoming: Incoming) -> uuid.UU
             whole = Session.objects.filter(pk=row["pk"]).values_list("proxy_state", flat=True)
             state = whole.first() or {}
         prefix = PrefixMap.of(state)
-        if prefix.continued_by(incoming) or _is_retry(state, prefix, request, incoming):
+        if prefix.continued_by(incoming) or _is_retry(state, prefix, incoming, overhead):
             pk: uuid.UUID = row["pk"]
             return pk
     return None
@@ -303,12 +321,36 @@ def _state_of(session: Session, provider: str) -> dict[str, Any]:
     return state
 
 
-def _remember(state: dict[str, Any], request: ProxyRequest) -> None:
-    """Keep the latest system prompt and tool definitions with the session."""
-    if request.system is not None:
-        state["system"] = request.system
-    if request.tools is not None:
-        state["tools"] = request.tools
+def _remember(
+    pk: uuid.UUID, state: dict[str, Any], request: ProxyRequest, overhead: str
+) -> dict[str, Any] | None:
+    """Keep the latest model in `state`, and the counts and digest of the latest system
+    prompt and tools (a request without one keeps the stored one). Returns what
+    `proxy_overhead` becomes, None when unchanged: an unchanged system and tools are
+    neither written nor counted again."""
     if request.model:
         state["model"] = request.model
-    count_overhead(state)
+    legacy = {key: state.pop(key) for key in ("system", "tools") if key in state}
+    if request.system is None and request.tools is None and not legacy:
+        if "overhead_digest" not in state:  # none yet: a retry compares the digest of none
+            state.update(system_tokens=0, tools_tokens=0, overhead_digest=overhead)
+        return None
+    if request.system is not None and request.tools is not None:
+        system, tools, digest = request.system, request.tools, overhead
+    else:  # one of them kept from before: read the stored ones (rare)
+        stored = legacy or _stored_overhead(pk)
+        system = request.system if request.system is not None else stored.get("system")
+        tools = request.tools if request.tools is not None else stored.get("tools")
+        digest = overhead_digest(system, tools)
+    if state.get("overhead_digest") == digest and not legacy:
+        return None
+    state.update(overhead_counts(system, tools))
+    state["overhead_digest"] = digest
+    kept = {"system": system, "tools": tools}
+    return {key: value for key, value in kept.items() if value is not None}
+
+
+def _stored_overhead(pk: uuid.UUID) -> dict[str, Any]:
+    rows = Session.objects.filter(pk=pk).values_list("proxy_overhead", flat=True)
+    stored = rows.first()
+    return dict(stored) if isinstance(stored, Mapping) else {}

@@ -146,8 +146,9 @@ def test_system_and_tools_are_counted_in_check_context_and_gauge(
     )
     session = Session.objects.get()
     state = session.proxy_state or {}
-    assert state["system"] == system
-    assert state["tools"] == TOOLS
+    assert session.proxy_overhead == {"system": system, "tools": TOOLS}
+    assert "system" not in state
+    assert "tools" not in state
     system_tokens, tools_tokens = state["system_tokens"], state["tools_tokens"]
     assert system_tokens > 200
     assert tools_tokens > 100
