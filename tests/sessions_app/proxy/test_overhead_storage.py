@@ -138,7 +138,7 @@ def test_a_message_raw_digest_is_the_hash_of_its_bytes_as_sent(ascii_only: bool)
 
 
 def test_the_migration_moves_system_and_tools_out_of_the_state(user: Any) -> None:
-    migration = importlib.import_module("sessions_app.migrations.0009_proxy_overhead")
+    migration = importlib.import_module("sessions_app.migrations.0010_proxy_overhead")
     _first_turn(user)
     session = Session.objects.get()
     inline = {**(session.proxy_state or {}), "system": SYSTEM, "tools": TOOLS}

@@ -31,7 +31,7 @@ def _back(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("sessions_app", "0008_preset_descriptions")]
+    dependencies = [("sessions_app", "0009_compaction_policy_in_force")]
 
     operations = [
         migrations.AlterField(
