@@ -92,6 +92,7 @@
         var target = marker(number);
         if (ok && target) {
           arrive(target);
+          recent = { number: number, until: Date.now() + 15000 };
           if (window.history && window.history.replaceState) {
             window.history.replaceState(window.history.state, "", "#compaction-" + number);
           }
@@ -100,6 +101,17 @@
       });
     });
   }
+
+  // The live poll draws the whole history again after a compaction (live.js). A marker the
+  // reader has just gone to (a job's "Compaction #n" link lands as its compaction arrives)
+  // is gone to again once the new history is in, instead of being scrolled away.
+  var recent = null;
+  document.addEventListener("htmx:load", function (event) {
+    if (!recent || Date.now() > recent.until) { return; }
+    if (event.target instanceof Element && event.target.id === "history") {
+      goTo(recent.number);
+    }
+  });
 
   function numberOfLink(link) {
     var href = link.getAttribute("href") || link.getAttribute("xlink:href") || "";

@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db.models import F
 
-from sessions_app.models import Compaction
+from sessions_app.models import Compaction, Session
 
 from .conftest import Watch, login, wait_for_htmx_idle
 
@@ -125,3 +126,30 @@ def test_a_long_markdown_summary_and_its_losses_fit_a_phone(
     wait_for_htmx_idle(page)
 
     assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+
+
+def test_a_marker_just_gone_to_stays_in_view_when_the_history_is_drawn_again(
+    page: Any, live_server: Any, browser_session: Any
+) -> None:
+    """A job's "Compaction #n" link lands as its compaction arrives: the live poll then draws
+    the history again, which used to scroll the marker away."""
+    outer, inner = browser_session.outer.number, browser_session.inner.number
+    page.set_viewport_size({"width": 1000, "height": 500})
+    open_session(page, live_server, browser_session)
+    page.locator(f"svg.timeline-chart a.drop[href='#compaction-{inner}'] .drop-label").click()
+    target = f"#c{outer}-originals #compaction-{inner}"
+    page.wait_for_function(f"() => document.activeElement.id === 'compaction-{inner}'")
+    wait_for_htmx_idle(page)
+
+    page.evaluate("document.getElementById('history').dataset.drawn = 'before'")
+    Session.objects.filter(pk=browser_session.session.pk).update(
+        context_revision=F("context_revision") + 1, version=F("version") + 1
+    )
+    page.wait_for_function("() => document.getElementById('history').dataset.drawn !== 'before'")
+    page.locator(target).wait_for()
+    wait_for_htmx_idle(page)
+    page.wait_for_function(
+        "selector => { const box = document.querySelector(selector).getBoundingClientRect();"
+        " return box.bottom > 0 && box.top > -2 && box.top < window.innerHeight; }",
+        arg=target,
+    )
