@@ -4,9 +4,10 @@ Every other path goes through Django's whole middleware stack (sessions, CSRF, m
 CSP, htmx...). Those are synchronous: under ASGI each request through them hops to a
 thread and back, and on a busy machine the hops cost more than the proxy's own work. The
 proxy's views need none of them (they authenticate with API keys, are exempt from CSRF
-and answer in the provider's error format, the body size limit included), so its paths are
-served by a second Django handler with no middleware: same URLs, same views, same signals
-(database connections are managed as for any request).
+and answer in the provider's error format, the body size limit and ALLOWED_HOSTS
+included), so its paths are served by a second Django handler with no middleware: same
+URLs, same views, same signals (database connections are managed as for any request).
+Security headers (CSP, HSTS...) are not added to the provider's answers.
 """
 
 from __future__ import annotations

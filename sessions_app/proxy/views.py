@@ -12,6 +12,7 @@ from typing import Final
 
 import httpx
 from asgiref.sync import sync_to_async
+from django.core.exceptions import DisallowedHost
 from django.core.handlers.asgi import ASGIRequest
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
@@ -63,6 +64,10 @@ async def _proxy(
 ) -> HttpResponseBase:
     if request.method != "POST":
         return error_response(adapter.provider, 405, "invalid_request_error", "use POST")
+    try:  # ALLOWED_HOSTS, which the skipped CommonMiddleware checks elsewhere (proxy/asgi.py)
+        request.get_host()
+    except DisallowedHost:
+        return error_response(adapter.provider, 400, "invalid_request_error", "host not allowed")
     refused = _refused(request, adapter)
     if refused is not None:
         return refused

@@ -146,3 +146,20 @@ def _assert_not_in_database(secret: str) -> None:
             cursor.execute(f'SELECT * FROM "{table}"')
             for row in cursor.fetchall():
                 assert secret not in repr(row), table
+
+
+def test_a_host_outside_allowed_hosts_is_refused_before_anything_is_stored(
+    proxy_server: Any, ctx_key: str, upstream_anthropic: StreamingAnthropic
+) -> None:
+    """The proxy's routes skip the middleware that checks ALLOWED_HOSTS elsewhere."""
+    client = anthropic.Anthropic(
+        api_key=ctx_key,
+        base_url=f"{proxy_server.url}/proxy/anthropic",
+        max_retries=0,
+        default_headers={"Host": "rebound.example"},
+    )
+    with pytest.raises(anthropic.BadRequestError) as raised:
+        client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+    assert raised.value.response.json()["error"]["message"] == "host not allowed"
+    assert upstream_anthropic.requests == []
+    assert not Session.objects.exists()
