@@ -88,8 +88,14 @@ def watch() -> Watch:
 
 
 @pytest.fixture
-def page(browser: Any, watch: Watch, request: pytest.FixtureRequest) -> Iterator[Any]:
-    """A fresh browser context and page; a screenshot is kept whatever the outcome."""
+def page(
+    browser: Any, watch: Watch, request: pytest.FixtureRequest, transactional_db: Any
+) -> Iterator[Any]:
+    """A fresh browser context and page; a screenshot is kept whatever the outcome.
+
+    It needs `transactional_db` so that the page is closed before the database is flushed:
+    a page still polling (live.js) had the live server read a table while the flush
+    emptied it ("database table is locked" on SQLite, and the next test's setup failed)."""
     context = browser.new_context(viewport={"width": 1440, "height": 1000})
     context.set_default_timeout(10_000)
     tab = context.new_page()
