@@ -122,20 +122,11 @@ def append_messages(
     relative to `messages`. Appends never wait for a running compaction: a compaction only
     locks the session for its short commit.
     """
-    items = _copies(messages)
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
         if expected_version is not None and locked.version != expected_version:
             raise VersionConflict(expected_version, locked.version)
-        last = (
-            ContextEntry.objects.filter(session=locked)
-            .select_related("message")
-            .order_by("-position")
-            .first()
-        )
-        previous = entry_message(last) if last is not None else None
-        _raise_problems(validate_extension(previous, items), offset=1 if previous else 0)
-        rows = _append_validated(locked, items) if items else []
+        rows = append_locked(locked, messages)
     _copy_totals(locked, session)
     return rows
 
