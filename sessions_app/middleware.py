@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonRespons
 
 from .api.failures import json_error, unexpected_error
 
-__all__ = ["ApiErrorMiddleware", "BodySizeLimitMiddleware", "max_body_bytes"]
+__all__ = ["ApiErrorMiddleware", "BodySizeLimitMiddleware", "max_body_bytes", "oversized_body"]
 
 #: Headers of an error response that still mean something once its body is JSON.
 _KEPT_HEADERS = ("Allow", "Retry-After", "WWW-Authenticate")
@@ -26,6 +26,19 @@ def is_api(request: HttpRequest) -> bool:
     return request.path == "/api" or request.path.startswith("/api/")
 
 
+def oversized_body(request: HttpRequest) -> str | None:
+    """Why the request's declared body is over CTXWEB_MAX_BODY_BYTES (None: it is not);
+    read from Content-Length, before the body is."""
+    limit = max_body_bytes()
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > limit:
+        return f"request body of {length} bytes exceeds the limit of {limit} bytes"
+    return None
+
+
 class BodySizeLimitMiddleware:
     """Refuse a request whose Content-Length exceeds the limit (413), early and cheaply.
 
@@ -36,13 +49,8 @@ class BodySizeLimitMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        limit = max_body_bytes()
-        try:
-            length = int(request.META.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            length = 0
-        if length > limit:
-            message = f"request body of {length} bytes exceeds the limit of {limit} bytes"
+        message = oversized_body(request)
+        if message is not None:
             if is_api(request):
                 return JsonResponse({"detail": message}, status=413)
             return HttpResponse(message, status=413, content_type="text/plain")

@@ -18,7 +18,7 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from ..middleware import max_body_bytes
+from ..middleware import oversized_body
 from ..services.proxying import plan_request
 from .anthropic import AnthropicAdapter
 from .auth import Caller, authenticate
@@ -92,15 +92,10 @@ async def _proxy(
 def _refused(request: HttpRequest, adapter: Adapter) -> HttpResponseBase | None:
     """A body over CTXWEB_MAX_BODY_BYTES (checked before it is read): the proxy's routes
     skip the middleware that checks it elsewhere (proxy/asgi.py)."""
-    limit = max_body_bytes()
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    if length > limit:
-        message = f"request body of {length} bytes exceeds the limit of {limit} bytes"
-        return error_response(adapter.provider, 413, "request_too_large", message)
-    return None
+    message = oversized_body(request)
+    if message is None:
+        return None
+    return error_response(adapter.provider, 413, "request_too_large", message)
 
 
 def _prepared(
