@@ -39,40 +39,42 @@ class BlockCounts:
         """Each message's tokens, as `tokens.message_token_counts` gives them."""
         counts: list[int] = []
         others: list[Block] = []  # blocks counted through message_token_counts, in one call
+        owners: list[int] = []  # the message of each of `others`
         for message in messages:
             content = message.get("content")
             if isinstance(content, str):
                 counts.append(self.text(content))
             elif isinstance(content, list):
-                counts.append(self._known(content, others))
+                counts.append(self._known(content, others, owners, len(counts)))
             else:
                 counts.append(0)
         if others:
             wrapped = [{"role": "user", "content": [block]} for block in others]
             found = message_token_counts(wrapped, self.encoding)
-            for block, tokens in zip(others, found, strict=True):
+            for block, owner, tokens in zip(others, owners, found, strict=True):
                 self.by_block[id(block)] = tokens
+                counts[owner] += tokens
             self.blocks += others
-            for index, message in enumerate(messages):  # add what was counted just now
-                content = message.get("content")
-                if isinstance(content, list):
-                    counts[index] = sum(self.by_block[id(block)] for block in content)
         return counts
 
-    def _known(self, content: list[Any], others: list[Block]) -> int:
+    def _known(self, content: list[Any], others: list[Block], owners: list[int], owner: int) -> int:
         """Tokens of the blocks countable as one string; the others go to `others`."""
         total = 0
+        by_block, by_text = self.by_block, self.by_text
         for block in content:
             kind = block.get("type")
             if kind == "text" or kind == "tool_result":
                 text = block.get("text" if kind == "text" else "content")
                 if type(text) is str:
-                    tokens = self.text(text)
-                    self.by_block[id(block)] = tokens
+                    tokens = by_text.get(text)
+                    if tokens is None:
+                        tokens = self.text(text)
+                    by_block[id(block)] = tokens
                     self.blocks.append(block)
                     total += tokens
                     continue
             others.append(block)
+            owners.append(owner)
         return total
 
     def message(self, message: Message) -> int:

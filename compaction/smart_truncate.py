@@ -114,6 +114,8 @@ class _Work:
     meter: BlockCounts
     current: dict[int, Message | None] = field(default_factory=dict)
     new_counts: dict[int, int] = field(default_factory=dict)
+    filtered_tokens: int = 0  # after steps 2 and 3
+    deleted_tokens: int = 0  # of the messages step 4 deletes
     detail: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -226,7 +228,8 @@ class _Work:
         self.new_counts = {
             i: self.meter.message(m) for i, m in self.current.items() if m is not None
         }
-        self.detail["tokens_after_filter"] = self.tokens()
+        self.filtered_tokens = self.tokens()
+        self.detail["tokens_after_filter"] = self.filtered_tokens
 
     def count_of(self, index: int) -> int:
         if index in self.current:
@@ -237,7 +240,7 @@ class _Work:
         return sum(self.count_of(i) for i in range(len(self.original)))
 
     def delete_from_centre(self) -> None:
-        tokens = self.tokens()
+        tokens = self.filtered_tokens
         if self.policy.scaled(tokens) <= self.policy.smart_truncate_max_tokens:
             return
         alive = [i for i in self.middle if self.message(i) is not None]
@@ -248,6 +251,7 @@ class _Work:
         batch = math.ceil((tokens - target) / average)
         self.detail["batch_size"] = batch
         deleted = _centre_out(self._units(alive), batch)
+        self.deleted_tokens = sum(self.count_of(index) for index in deleted)
         for index in sorted(deleted):
             self.current[index] = None
         self.detail["deleted_indexes"] = sorted(deleted)
@@ -302,7 +306,7 @@ class _Work:
             messages=messages,
             truncated=len(messages) != len(self.original) or bool(self.detail["changed_indexes"]),
             tokens_before=tokens_before,
-            tokens_after=self.tokens(),
+            tokens_after=self.filtered_tokens - self.deleted_tokens,
             removed_message_count=len(removed),
             detail=self.detail,
         )
