@@ -19,6 +19,10 @@ messages are merged (`compaction.alternation`), so an alternating input stays al
 The result is a valid request with no more tokens than the input; `detail` lists what was
 done, with input indexes so originals can be found (`merged_indexes`: messages merged into
 the kept message before them).
+
+Costs: each distinct text is encoded once and a rebuilt message is counted from its blocks
+(`block_counts`), so only folded outlines are new text; a view seen again (same path, same
+text) reuses its fold, and a file content is parsed once (the outline cache).
 """
 
 from __future__ import annotations
