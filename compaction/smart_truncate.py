@@ -72,17 +72,30 @@ def middle_span(counts: Sequence[int], start: float = 1 / 6, end: float = 5 / 6)
     return inside[0], inside[-1] + 1
 
 
-def smart_truncate(messages: Sequence[Message], policy: Policy | None = None) -> TruncateResult:
+def smart_truncate(
+    messages: Sequence[Message],
+    policy: Policy | None = None,
+    *,
+    token_counts: Sequence[int] | None = None,
+) -> TruncateResult:
     """Thin the middle, fold file views and delete from the centre out (module doc).
 
-    Raises InvalidMessagesError for a history that is not a valid request. The input is
-    never modified; untouched messages keep their identity.
+    `token_counts` (one per message, e.g. cached with a stored session) spares encoding the
+    messages again: only the blocks of the messages this rebuilds and the folded outlines
+    are counted. Raises InvalidMessagesError for a history that is not a valid request,
+    ValueError when `token_counts` does not hold one count per message. The input is never
+    modified; untouched messages keep their identity.
     """
     policy = policy or Policy()
     ensure_valid(messages)
     original = list(messages)
     meter = BlockCounts(policy.encoding)
-    counts = meter.count_messages(original)
+    if token_counts is None:
+        counts = meter.count_messages(original)
+    else:
+        counts = list(token_counts)
+        if len(counts) != len(original):
+            raise ValueError("token_counts must hold one count per message")
     work = _Work(original, counts, policy, meter)
     work.filter_middle_tools()
     work.fold_file_views()
@@ -218,7 +231,11 @@ class _Work:
 
     def _apply_smaller_folds(self, candidates: list[_Fold]) -> None:
         for candidate in candidates:
-            old_tokens = self.meter.block(candidate.result)
+            content = self.original[candidate.index].get("content")
+            if isinstance(content, list) and len(content) == 1 and content[0] is candidate.result:
+                old_tokens = self.counts[candidate.index]  # alone: its message's count
+            else:
+                old_tokens = self.meter.block(candidate.result)
             message = self.message(candidate.index)
             if candidate.tokens >= old_tokens or message is None:
                 continue

@@ -7,15 +7,18 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from compaction import block_counts
 from compaction.folding import outline
 from compaction.policy import Policy
 from compaction.results import TruncateResult
 from compaction.smart_truncate import smart_truncate
+from compaction.tokens import count_text_tokens, message_token_counts
 from tests.support import smart_truncate_reference as reference
 from tests.support.histories import histories
 
@@ -171,3 +174,45 @@ def test_the_benchmark_session_truncates_as_before(target: int) -> None:
     result = assert_same(session(target), Policy.preset("smart-truncation"))
     assert result.detail["folded_results"] > 0
     assert result.detail["deleted_messages"] > 0 or target < 100_000
+
+
+@CI
+@given(sessions(), policies)
+def test_given_counts_give_the_same_result(history: list[dict[str, Any]], policy: Policy) -> None:
+    expected = smart_truncate(history, policy)
+    got = smart_truncate(history, policy, token_counts=message_token_counts(history))
+    assert got.messages == expected.messages
+    originals = {id(message): index for index, message in enumerate(history)}
+    assert [originals.get(id(m)) for m in got.messages] == [
+        originals.get(id(m)) for m in expected.messages
+    ]
+    assert (got.tokens_before, got.tokens_after, got.detail) == (
+        expected.tokens_before,
+        expected.tokens_after,
+        expected.detail,
+    )
+
+
+def test_given_counts_only_new_text_is_encoded() -> None:
+    from bench.truncate import session
+
+    history = session(120_000)
+    policy = Policy.preset("smart-truncation")
+    counts = message_token_counts(history)
+    encoded: list[str] = []
+    real = count_text_tokens
+
+    def spy(text: str, encoding: str | None = None) -> int:
+        encoded.append(text)
+        return real(text, encoding)
+
+    with mock.patch.object(block_counts, "count_text_tokens", spy):
+        result = smart_truncate(history, policy, token_counts=counts)
+    assert result.detail["folded_results"] > 0
+    assert len(encoded) == len(set(encoded)) > 0  # each outline once
+    assert all(text.startswith("<system-reminder>") for text in encoded)
+
+
+def test_counts_must_match_the_messages() -> None:
+    with pytest.raises(ValueError, match="one count per message"):
+        smart_truncate([{"role": "user", "content": "hi"}], token_counts=[1, 2])
