@@ -22,14 +22,20 @@ the kept message before them).
 
 Costs: each distinct text is encoded once and a rebuilt message is counted from its blocks
 (`block_counts`), so only folded outlines are new text; a view seen again (same path, same
-text) reuses its fold, and a file content is parsed once (the outline cache).
+text) reuses its fold, and a file content is parsed once (the outline cache). The views
+outside the middle are folded first; when the messages other than the middle's are then
+over the limit, and over the target by at least the middle's message count, step 4 deletes
+every deletable middle message whatever its views fold to (`doomed_whatever_the_folds`), so
+those views are not folded: the output is the same, and `detail` says so
+(`deleted_whole_middle`); its `folded_results` and `folded_paths` then count the folds made,
+and `tokens_after_filter` and `batch_size` come from the counts with those views unfolded.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -98,7 +104,11 @@ def smart_truncate(
             raise ValueError("token_counts must hold one count per message")
     work = _Work(original, counts, policy, meter)
     work.filter_middle_tools()
-    work.fold_file_views()
+    middle = set(work.middle)
+    work.fold_file_views(lambda index: index not in middle)
+    doomed = work.doomed_whatever_the_folds()
+    work.detail["deleted_whole_middle"] = bool(doomed)
+    work.fold_file_views(lambda index: index in middle and index not in doomed)
     work.recount()
     work.delete_from_centre()
     return work.result()
@@ -132,6 +142,7 @@ class _Work:
     current: dict[int, Message | None] = field(default_factory=dict)
     new_counts: dict[int, int] = field(default_factory=dict)
     filtered_tokens: int = 0  # after steps 2 and 3
+    folded: list[tuple[int, str]] = field(default_factory=list)  # (input index, path)
     deleted_tokens: int = 0  # of the messages step 4 deletes
     detail: dict[str, Any] = field(default_factory=dict)
 
@@ -194,11 +205,14 @@ class _Work:
 
     # Step 3: fold file views ------------------------------------------------------------
 
-    def fold_file_views(self) -> None:
+    def fold_file_views(self, chosen: Callable[[int], bool]) -> None:
+        """Fold the views whose result is in a message `chosen` (by input index) takes."""
         candidates: list[_Fold] = []
         tools = self.policy.file_view_tools
         for block in self.tool_blocks:
             if {block.call_index, block.result_index} & self.protected:
+                continue
+            if not chosen(block.result_index):
                 continue
             call = self.message(block.call_index)
             if call is None:
@@ -240,8 +254,38 @@ class _Work:
             if candidate.tokens >= old_tokens or message is None:
                 continue
             self.current[candidate.index] = rebuild_message(message, candidate.replace)
-            self.detail["folded_results"] += 1
-            self.detail["folded_paths"].append(candidate.path)
+            self.folded.append((candidate.index, candidate.path))
+        self.folded.sort(key=lambda fold: fold[0])  # stable: a message's views in block order
+        self.detail["folded_results"] = len(self.folded)
+        self.detail["folded_paths"] = [path for _, path in self.folded]
+
+    def doomed_whatever_the_folds(self) -> set[int]:
+        """The middle messages step 4 deletes whatever their views fold to, with every other
+        message counted as it stands (the views outside the middle folded): all the deletable
+        units, when those other messages are over the limit and over the target by at least
+        the alive middle's message count. Else the empty set.
+
+        Proof: with S the alive middle's tokens after its folds (any S >= 0), the total is
+        over the limit, and the batch, (outside + S - target) / max(S / n, 1), is at least n,
+        so every unit goes (`_centre_out`); units depend on the messages' blocks, which
+        folding does not change."""
+        alive = [i for i in self.middle if self.message(i) is not None]
+        if not alive:
+            return set()
+        inside = set(alive)
+        outside = sum(self._tokens_now(i) for i in range(len(self.original)) if i not in inside)
+        target = math.floor(self.policy.smart_truncate_max_tokens / self.policy.safety_factor)
+        if self.policy.scaled(outside) <= self.policy.smart_truncate_max_tokens:
+            return set()
+        if outside - target < len(alive):
+            return set()
+        return {index for unit in self._units(alive) for index in unit}
+
+    def _tokens_now(self, index: int) -> int:
+        if index not in self.current:
+            return self.counts[index]
+        message = self.current[index]
+        return 0 if message is None else self.meter.message(message)
 
     # Step 4: delete from the centre -----------------------------------------------------
 
