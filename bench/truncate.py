@@ -147,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 "x raw tiktoken pass",
                 "trim_messages",
                 "messages after",
-                "tokens after (after filtering and folding)",
+                "tokens after (before deletion)",
                 "removed tool calls",
                 "folded file views",
                 "deleted messages (batch)",
