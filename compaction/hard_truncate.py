@@ -58,14 +58,27 @@ def hard_limit_tokens(policy: Policy) -> int:
     return allowed
 
 
-def hard_truncate(messages: Sequence[Message], policy: Policy | None = None) -> TruncateResult:
+def hard_truncate(
+    messages: Sequence[Message],
+    policy: Policy | None = None,
+    *,
+    token_counts: Sequence[int] | None = None,
+) -> TruncateResult:
     """Fit `messages` under the hard limit: system prompt(s) plus the newest messages.
 
     A list already within the limit comes back unchanged (`truncated=False`).
+    `token_counts` (one per message, e.g. cached with a stored session) spares encoding the
+    messages again; only cut contents are counted. Raises ValueError when it does not hold
+    one count per message.
     """
     policy = policy or Policy()
     ensure_valid(messages)
-    counts = message_token_counts(messages, policy.encoding)
+    if token_counts is None:
+        counts = message_token_counts(messages, policy.encoding)
+    else:
+        counts = list(token_counts)
+        if len(counts) != len(messages):
+            raise ValueError("token_counts must hold one count per message")
     before = sum(counts)
     allowed = hard_limit_tokens(policy)
     if before <= allowed:
@@ -77,10 +90,11 @@ def hard_truncate(messages: Sequence[Message], policy: Policy | None = None) -> 
     result = head + tail
     if head_tokens + sum(counts[start:]) > allowed:
         result = _shrink_to_fit(head, tail, allowed, policy.encoding)
-    originals = {id(message) for message in messages}
-    cut = sum(1 for message in result if id(message) not in originals)
+    known = {id(message): count for message, count in zip(messages, counts, strict=True)}
+    fresh = [message for message in result if id(message) not in known]
+    cut = len(fresh)
     kept = len(result) - leading_system_count(result)
-    after = sum(message_token_counts(result, policy.encoding))
+    after = sum(known.get(id(m), 0) for m in result) + _tokens(fresh, policy.encoding)
     return TruncateResult(
         messages=result,
         truncated=True,

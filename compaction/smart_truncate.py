@@ -19,24 +19,34 @@ messages are merged (`compaction.alternation`), so an alternating input stays al
 The result is a valid request with no more tokens than the input; `detail` lists what was
 done, with input indexes so originals can be found (`merged_indexes`: messages merged into
 the kept message before them).
+
+Costs: each distinct text is encoded once and a rebuilt message is counted from its blocks
+(`block_counts`), so only folded outlines are new text; a view seen again (same path, same
+text) reuses its fold, and a file content is parsed once (the outline cache). The views
+outside the middle are folded first; when the messages other than the middle's are then
+over the limit, and over the target by at least the middle's message count, step 4 deletes
+every deletable middle message whatever its views fold to (`doomed_whatever_the_folds`), so
+those views are not folded: the output is the same, and `detail` says so
+(`deleted_whole_middle`); its `folded_results` and `folded_paths` then count the folds made,
+and `tokens_after_filter` and `batch_size` come from the counts with those views unfolded.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .alternation import merge_groups, merge_run
+from .block_counts import BlockCounts
 from .file_views import file_view_path, strip_line_numbers
 from .folding import SourceFile, fold
 from .messages import Block, Message, blocks_of, message_text, tool_result_text
 from .partition import leading_system_count
 from .policy import Policy
 from .results import TruncateResult
-from .tokens import message_token_counts
 from .toolpairs import ToolBlock, rebuild_message, tool_blocks
 from .validation import ensure_valid
 
@@ -68,19 +78,37 @@ def middle_span(counts: Sequence[int], start: float = 1 / 6, end: float = 5 / 6)
     return inside[0], inside[-1] + 1
 
 
-def smart_truncate(messages: Sequence[Message], policy: Policy | None = None) -> TruncateResult:
+def smart_truncate(
+    messages: Sequence[Message],
+    policy: Policy | None = None,
+    *,
+    token_counts: Sequence[int] | None = None,
+) -> TruncateResult:
     """Thin the middle, fold file views and delete from the centre out (module doc).
 
-    Raises InvalidMessagesError for a history that is not a valid request. The input is
-    never modified; untouched messages keep their identity.
+    `token_counts` (one per message, e.g. cached with a stored session) spares encoding the
+    messages again: only the blocks of the messages this rebuilds and the folded outlines
+    are counted. Raises InvalidMessagesError for a history that is not a valid request,
+    ValueError when `token_counts` does not hold one count per message. The input is never
+    modified; untouched messages keep their identity.
     """
     policy = policy or Policy()
     ensure_valid(messages)
     original = list(messages)
-    counts = message_token_counts(original, policy.encoding)
-    work = _Work(original, counts, policy)
+    meter = BlockCounts(policy.encoding)
+    if token_counts is None:
+        counts = meter.count_messages(original)
+    else:
+        counts = list(token_counts)
+        if len(counts) != len(original):
+            raise ValueError("token_counts must hold one count per message")
+    work = _Work(original, counts, policy, meter)
     work.filter_middle_tools()
-    work.fold_file_views()
+    middle = set(work.middle)
+    work.fold_file_views(lambda index: index not in middle)
+    doomed = work.doomed_whatever_the_folds()
+    work.detail["deleted_whole_middle"] = bool(doomed)
+    work.fold_file_views(lambda index: index in middle and index not in doomed)
     work.recount()
     work.delete_from_centre()
     return work.result()
@@ -110,13 +138,19 @@ class _Work:
     original: list[Message]
     counts: list[int]
     policy: Policy
+    meter: BlockCounts
     current: dict[int, Message | None] = field(default_factory=dict)
     new_counts: dict[int, int] = field(default_factory=dict)
+    filtered_tokens: int = 0  # after steps 2 and 3
+    folded: list[tuple[int, str]] = field(default_factory=list)  # (input index, path)
+    deleted_tokens: int = 0  # of the messages step 4 deletes
     detail: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         lo, hi = middle_span(self.counts, self.policy.middle_start, self.policy.middle_end)
         self.protected = _protected_indexes(self.original)
+        self.tool_blocks = tool_blocks(self.original)
+        self.folds: dict[tuple[str, str], tuple[str, int] | None] = {}
         self.middle = [i for i in range(lo, hi) if i not in self.protected]
         self.detail.update(
             middle=[lo, hi],
@@ -138,7 +172,7 @@ class _Work:
     def filter_middle_tools(self) -> None:
         middle = set(self.middle)
         tools = self.policy.file_view_tools
-        for block in tool_blocks(self.original):
+        for block in self.tool_blocks:
             if block.call_index not in middle or block.result_index in self.protected:
                 continue
             call = self.original[block.call_index]
@@ -171,11 +205,14 @@ class _Work:
 
     # Step 3: fold file views ------------------------------------------------------------
 
-    def fold_file_views(self) -> None:
+    def fold_file_views(self, chosen: Callable[[int], bool]) -> None:
+        """Fold the views whose result is in a message `chosen` (by input index) takes."""
         candidates: list[_Fold] = []
         tools = self.policy.file_view_tools
-        for block in tool_blocks(self.original):
+        for block in self.tool_blocks:
             if {block.call_index, block.result_index} & self.protected:
+                continue
+            if not chosen(block.result_index):
                 continue
             call = self.message(block.call_index)
             if call is None:
@@ -192,37 +229,72 @@ class _Work:
         result = _find_result(self.message(index), tool_id)
         if result is None or result.get("is_error"):
             return None
-        source, first_line = strip_line_numbers(tool_result_text(result.get("content")))
-        if not source.strip():
+        text = tool_result_text(result.get("content"))
+        key = (path, text)
+        if key not in self.folds:  # the same view again (path and text): folded once
+            source, first_line = strip_line_numbers(text)
+            if source.strip():
+                folded = fold([SourceFile(path, source, first_line)], policy=self.policy)
+                self.folds[key] = (folded.text, folded.tokens)
+            else:
+                self.folds[key] = None
+        found = self.folds[key]
+        if found is None:
             return None
-        folded = fold([SourceFile(path, source, first_line)], policy=self.policy)
-        return _Fold(index, tool_id, path, result, folded.text, folded.tokens)
+        return _Fold(index, tool_id, path, result, found[0], found[1])
 
     def _apply_smaller_folds(self, candidates: list[_Fold]) -> None:
-        # A result alone in its message has that message's count: no second encode of it.
-        alone = [self.original[c.index].get("content") == [c.result] for c in candidates]
-        recount = [c for c, known in zip(candidates, alone, strict=True) if not known]
-        originals: list[Message] = [{"role": "user", "content": [c.result]} for c in recount]
-        counted = iter(message_token_counts(originals, self.policy.encoding))
-        before = [
-            self.counts[c.index] if known else next(counted)
-            for c, known in zip(candidates, alone, strict=True)
-        ]
-        for candidate, old_tokens in zip(candidates, before, strict=True):
+        for candidate in candidates:
+            content = self.original[candidate.index].get("content")
+            if isinstance(content, list) and len(content) == 1 and content[0] is candidate.result:
+                old_tokens = self.counts[candidate.index]  # alone: its message's count
+            else:
+                old_tokens = self.meter.block(candidate.result)
             message = self.message(candidate.index)
             if candidate.tokens >= old_tokens or message is None:
                 continue
             self.current[candidate.index] = rebuild_message(message, candidate.replace)
-            self.detail["folded_results"] += 1
-            self.detail["folded_paths"].append(candidate.path)
+            self.folded.append((candidate.index, candidate.path))
+        self.folded.sort(key=lambda fold: fold[0])  # stable: a message's views in block order
+        self.detail["folded_results"] = len(self.folded)
+        self.detail["folded_paths"] = [path for _, path in self.folded]
+
+    def doomed_whatever_the_folds(self) -> set[int]:
+        """The middle messages step 4 deletes whatever their views fold to, with every other
+        message counted as it stands (the views outside the middle folded): all the deletable
+        units, when those other messages are over the limit and over the target by at least
+        the alive middle's message count. Else the empty set.
+
+        Proof: with S the alive middle's tokens after its folds (any S >= 0), the total is
+        over the limit, and the batch, (outside + S - target) / max(S / n, 1), is at least n,
+        so every unit goes (`_centre_out`); units depend on the messages' blocks, which
+        folding does not change."""
+        alive = [i for i in self.middle if self.message(i) is not None]
+        if not alive:
+            return set()
+        inside = set(alive)
+        outside = sum(self._tokens_now(i) for i in range(len(self.original)) if i not in inside)
+        target = math.floor(self.policy.smart_truncate_max_tokens / self.policy.safety_factor)
+        if self.policy.scaled(outside) <= self.policy.smart_truncate_max_tokens:
+            return set()
+        if outside - target < len(alive):
+            return set()
+        return {index for unit in self._units(alive) for index in unit}
+
+    def _tokens_now(self, index: int) -> int:
+        if index not in self.current:
+            return self.counts[index]
+        message = self.current[index]
+        return 0 if message is None else self.meter.message(message)
 
     # Step 4: delete from the centre -----------------------------------------------------
 
     def recount(self) -> None:
-        changed = {i: m for i, m in self.current.items() if m is not None}
-        recounted = message_token_counts(list(changed.values()), self.policy.encoding)
-        self.new_counts = dict(zip(changed, recounted, strict=True))
-        self.detail["tokens_after_filter"] = self.tokens()
+        self.new_counts = {
+            i: self.meter.message(m) for i, m in self.current.items() if m is not None
+        }
+        self.filtered_tokens = self.tokens()
+        self.detail["tokens_after_filter"] = self.filtered_tokens
 
     def count_of(self, index: int) -> int:
         if index in self.current:
@@ -233,7 +305,7 @@ class _Work:
         return sum(self.count_of(i) for i in range(len(self.original)))
 
     def delete_from_centre(self) -> None:
-        tokens = self.tokens()
+        tokens = self.filtered_tokens
         if self.policy.scaled(tokens) <= self.policy.smart_truncate_max_tokens:
             return
         alive = [i for i in self.middle if self.message(i) is not None]
@@ -244,6 +316,7 @@ class _Work:
         batch = math.ceil((tokens - target) / average)
         self.detail["batch_size"] = batch
         deleted = _centre_out(self._units(alive), batch)
+        self.deleted_tokens = sum(self.count_of(index) for index in deleted)
         for index in sorted(deleted):
             self.current[index] = None
         self.detail["deleted_indexes"] = sorted(deleted)
@@ -298,7 +371,7 @@ class _Work:
             messages=messages,
             truncated=len(messages) != len(self.original) or bool(self.detail["changed_indexes"]),
             tokens_before=tokens_before,
-            tokens_after=self.tokens(),
+            tokens_after=self.filtered_tokens - self.deleted_tokens,
             removed_message_count=len(removed),
             detail=self.detail,
         )
@@ -310,8 +383,33 @@ def _protected_indexes(messages: Sequence[Message]) -> set[int]:
     protected = set(range(head_end))
     if head_end < len(messages):
         protected.update({head_end, len(messages) - 1})
-    protected.update(i for i, m in enumerate(messages) if has_command_block(m))
+    protected.update(
+        i for i, m in enumerate(messages) if _may_hold_command(m) and has_command_block(m)
+    )
     return protected
+
+
+def _may_hold_command(message: Mapping[str, Any]) -> bool:
+    """False when no text of `message` holds "<command", so `has_command_block` is False: its
+    joined text (`message_text`) holds "<command" only if one of the texts does, the joint
+    being a newline. A substring test of each text, without joining them, is several times
+    faster than the pattern over every text."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return "<command" in content
+    for block in blocks_of(message):
+        kind = block.get("type")
+        if kind == "text":
+            text = str(block.get("text", ""))
+        elif kind == "thinking":
+            text = str(block.get("thinking", ""))
+        elif kind == "tool_result":
+            text = tool_result_text(block.get("content"))
+        else:
+            continue
+        if "<command" in text:
+            return True
+    return False
 
 
 def _centre_out(units: list[tuple[int, ...]], batch: int) -> set[int]:

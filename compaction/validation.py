@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -38,6 +38,13 @@ def validate_messages(messages: Any, *, check_order: bool = True) -> list[Proble
     """
     if not isinstance(messages, Sequence) or isinstance(messages, str | bytes | bytearray):
         return [Problem("messages", "must be a list of messages")]
+    if _plainly_valid(messages, check_order=check_order):
+        return []
+    return _problems(messages, check_order=check_order)
+
+
+def _problems(messages: Sequence[Any], *, check_order: bool) -> list[Problem]:
+    """Every problem, each with its path (the full check behind `validate_messages`)."""
     problems: list[Problem] = []
     for index, message in enumerate(messages):
         problems.extend(_message_problems(index, message))
@@ -100,6 +107,100 @@ def validation_scope() -> Iterator[None]:
         yield
     finally:
         _scope.reset(token)
+
+
+_RESULT_ITEM_TYPES = frozenset({"text", "image", "document"})
+
+
+def _plainly_valid(messages: Sequence[Any], *, check_order: bool) -> bool:
+    """True when `messages` is valid, found in one pass over plain dicts, lists and strings.
+
+    False says nothing: the full check (`_problems`) then runs and names every problem. So
+    anything unusual (a Mapping that is not a dict, a str subclass) returns False, and each
+    test here is at least as strict as the full check's.
+    """
+    before: list[str] = []  # tool_use ids of the previous message, when an assistant's
+    for message in messages:
+        if type(message) is not dict:
+            return False
+        role = message.get("role")
+        content = message.get("content")
+        uses: list[str] = []
+        results: list[str] = []
+        if type(content) is str:
+            if not content or content.isspace():  # `not content.strip()`, without a copy
+                return False
+        elif (
+            type(content) is not list
+            or not content
+            or not _plain_blocks(content, role, uses, results)
+        ):
+            return False
+        if role not in _ROLES:
+            return False
+        if check_order:
+            if results and (len(set(results)) != len(results) or not set(results) <= set(before)):
+                return False
+            if before and not set(before) <= set(results):
+                return False
+            if len(set(uses)) != len(uses):
+                return False
+            before = uses if role == "assistant" else []
+    return not before
+
+
+def _plain_blocks(content: list[Any], role: Any, uses: list[str], results: list[str]) -> bool:
+    """The blocks part of `_plainly_valid`; collects tool_use and tool_result ids."""
+    for block in content:
+        if type(block) is not dict:
+            return False
+        kind = block.get("type")
+        check = _PLAIN_CHECKS.get(kind)
+        if check is None or not check(block, role):
+            return False
+        if kind == "tool_use":
+            uses.append(block["id"])
+        elif kind == "tool_result":
+            results.append(block["tool_use_id"])
+    return True
+
+
+def _plain_text(block: dict[str, Any], _role: Any) -> bool:
+    text = block.get("text")
+    return type(text) is str and bool(text) and not text.isspace()
+
+
+def _plain_tool_use(block: dict[str, Any], role: Any) -> bool:
+    tool_id, name = block.get("id"), block.get("name")
+    return (
+        role == "assistant"
+        and type(tool_id) is str
+        and bool(tool_id)
+        and type(name) is str
+        and bool(name)
+        and type(block.get("input")) is dict
+    )
+
+
+def _plain_tool_result(block: dict[str, Any], role: Any) -> bool:
+    tool_id = block.get("tool_use_id")
+    if role != "user" or type(tool_id) is not str or not tool_id:
+        return False
+    inner = block.get("content", "")
+    if type(inner) is list:
+        return all(type(item) is dict and item.get("type") in _RESULT_ITEM_TYPES for item in inner)
+    return type(inner) is str
+
+
+_PLAIN_CHECKS: dict[Any, Callable[[dict[str, Any], Any], bool]] = {
+    "text": _plain_text,
+    "tool_use": _plain_tool_use,
+    "tool_result": _plain_tool_result,
+    "thinking": lambda block, _role: type(block.get("thinking")) is str,
+    "redacted_thinking": lambda block, _role: type(block.get("data")) is str,
+    "image": lambda block, _role: type(block.get("source")) is dict,
+    "document": lambda block, _role: type(block.get("source")) is dict,
+}
 
 
 def _is_mapping(value: Any) -> bool:

@@ -4,9 +4,11 @@ request."""
 from __future__ import annotations
 
 import copy
+import importlib
+from unittest import mock
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compaction import (
@@ -18,15 +20,19 @@ from compaction import (
     validate_messages,
 )
 from compaction.hard_truncate import hard_limit_tokens, truncation_notice
+from compaction.tokens import message_token_counts
 from tests.support.histories import (
     assistant,
     exchange,
+    histories,
     system,
     tool_call,
     tool_results,
     user,
     words,
 )
+
+hard_truncate_module = importlib.import_module("compaction.hard_truncate")
 
 
 def conversation(pairs: int, size: int = 50) -> list[dict[str, object]]:
@@ -347,3 +353,38 @@ def test_any_text_fits_once_cut(text, tool_input, result_text, limit):
 
     assert validate_messages(result.messages) == []
     assert count_tokens(result.messages) <= hard_limit_tokens(policy)
+
+
+# Cached counts (token_counts) ----------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories(max_rounds=8), st.integers(30, 4000))
+def test_given_counts_give_the_same_result(history, limit):
+    policy = limit_policy(limit)
+    try:
+        expected = hard_truncate(history, policy)
+    except PolicyError:
+        return
+    got = hard_truncate(history, policy, token_counts=message_token_counts(history))
+    assert got == expected
+    originals = {id(message): index for index, message in enumerate(history)}
+    assert [originals.get(id(m)) for m in got.messages] == [
+        originals.get(id(m)) for m in expected.messages
+    ]
+
+
+def test_given_counts_keeping_whole_messages_encodes_nothing():
+    messages = conversation(20)
+    counts = message_token_counts(messages)
+    with mock.patch.object(hard_truncate_module, "message_token_counts") as counted:
+        counted.side_effect = lambda batch, encoding=None: [0] * len(batch) if batch else []
+        result = hard_truncate(messages, limit_policy(1000), token_counts=counts)
+    assert result.truncated
+    assert result.tokens_after == count_tokens(result.messages)
+    assert all(not call.args[0] for call in counted.call_args_list)
+
+
+def test_given_counts_must_match_the_messages():
+    with pytest.raises(ValueError, match="one count per message"):
+        hard_truncate([user("hi")], token_counts=[])

@@ -13,7 +13,12 @@ from compaction.alternation import alternates
 from compaction.errors import InvalidMessagesError
 from compaction.messages import blocks_of, tool_use_ids
 from compaction.policy import Policy
-from compaction.smart_truncate import has_command_block, middle_span, smart_truncate
+from compaction.smart_truncate import (
+    _may_hold_command,
+    has_command_block,
+    middle_span,
+    smart_truncate,
+)
 from compaction.tokens import count_tokens, message_token_counts
 from compaction.validation import validate_messages
 from tests.compaction.sized import text_of
@@ -348,3 +353,23 @@ def test_smart_truncate_properties(history: list[dict[str, Any]], max_tokens: in
         assert (id(message) in kept) != (index in reported)
     merged = len(detail["merged_indexes"])
     assert len(result.messages) == len(history) - result.removed_message_count - merged
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["<command", "<command>", "-name>", " x", "\n", "<comm", "and>", ""]),
+        max_size=4,
+    ),
+    st.sampled_from(["text", "thinking", "tool_result", "list_result", "string"]),
+)
+def test_the_quick_command_test_never_misses_one(pieces: list[str], kind: str) -> None:
+    if kind == "string":
+        message: dict[str, Any] = {"role": "user", "content": "".join(pieces)}
+    elif kind == "list_result":
+        inner = [{"type": "text", "text": piece} for piece in pieces]
+        message = {"role": "user", "content": [{"type": "tool_result", "content": inner}]}
+    else:
+        key = "content" if kind == "tool_result" else kind
+        message = {"role": "user", "content": [{"type": kind, key: p} for p in pieces]}
+    assert _may_hold_command(message) or not has_command_block(message)

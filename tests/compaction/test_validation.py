@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from compaction import InvalidMessagesError, validate_messages
+from compaction import InvalidMessagesError, validate_messages, validation
 from compaction.errors import Problem
 from compaction.validation import ensure_valid
-from tests.support.histories import assistant, exchange, system, tool_call, tool_results, user
+from tests.support.histories import (
+    assistant,
+    exchange,
+    histories,
+    system,
+    tool_call,
+    tool_results,
+    user,
+)
 
 
 def paths(messages) -> list[str]:
@@ -292,3 +303,74 @@ def test_inside_a_scope_a_new_invalid_message_is_still_refused() -> None:
         ensure_valid([answer], check_order=False)  # the message alone is fine
         with pytest.raises(InvalidMessagesError):  # its order (no call before it) is not
             ensure_valid([answer])
+
+
+# The one-pass check of plain histories agrees with the full check ----------------------------
+
+_BLOCK_MUTATIONS: list[tuple[str, Any]] = [
+    ("type", "video"),
+    ("type", None),
+    ("text", "  \n"),
+    ("text", ""),
+    ("text", 5),
+    ("id", ""),
+    ("id", 7),
+    ("name", ""),
+    ("input", []),
+    ("tool_use_id", ""),
+    ("content", 5),
+    ("content", [{"type": "tool_use"}]),
+    ("content", [1]),
+    ("thinking", None),
+    ("data", None),
+    ("source", "x"),
+]
+
+
+def _mutate(messages: list[dict[str, Any]], data: Any) -> list[dict[str, Any]]:
+    messages = copy.deepcopy(messages)
+    index = data.draw(st.integers(0, len(messages) - 1))
+    kind = data.draw(st.integers(0, 6))
+    if kind == 0:
+        del messages[index]
+    elif kind == 1 and index + 1 < len(messages):
+        messages[index], messages[index + 1] = messages[index + 1], messages[index]
+    elif kind == 2:
+        messages[index]["role"] = data.draw(st.sampled_from(["tool", "user", "assistant", None]))
+    elif kind == 3:
+        messages[index]["content"] = data.draw(st.sampled_from(["", " \n", [], None, 5]))
+    elif kind == 4:
+        messages.insert(index, system("mid"))
+    elif isinstance(messages[index]["content"], list):
+        blocks = messages[index]["content"]
+        block = blocks[data.draw(st.integers(0, len(blocks) - 1))]
+        if kind == 5:
+            blocks.append(copy.deepcopy(block))  # a repeated id, or a repeated answer
+        else:
+            key, value = data.draw(st.sampled_from(_BLOCK_MUTATIONS))
+            if data.draw(st.booleans()):
+                block[key] = value
+            else:
+                block.pop(key, None)
+    return messages
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories(max_rounds=5), st.data(), st.booleans())
+def test_the_one_pass_check_agrees_with_the_full_check(
+    history: list[dict[str, Any]], data: Any, check_order: bool
+) -> None:
+    messages = _mutate(history, data) if data.draw(st.integers(0, 4)) else history
+    full = validation._problems(messages, check_order=check_order)
+    assert validation._plainly_valid(messages, check_order=check_order) == (full == [])
+    assert validate_messages(messages, check_order=check_order) == full
+
+
+def test_unusual_types_go_to_the_full_check() -> None:
+    class Text(str):
+        pass
+
+    messages: list[Any] = [user("q"), assistant("a")]
+    messages[0]["content"] = Text("q")
+    assert not validation._plainly_valid(messages, check_order=True)
+    assert validate_messages(messages) == []
