@@ -116,7 +116,7 @@ def configure(
 ) -> None:
     """Set where the vocabularies are unpacked (None or "": the default folder) and whether
     counts come from bpe-openai's counter (`text_counter`; False: from tiktoken alone, slower,
-    and without the counter's tables in memory: ~110 MB per process for o200k_base).
+    and without the counter's tables in memory: bench/tokens.py prints what they take).
 
     An application calls this once at start-up, before the first count; encodings already
     loaded in this process stay loaded.
