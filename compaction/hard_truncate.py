@@ -29,6 +29,7 @@ from .tokens import (
     get_encoding,
     message_token_counts,
     message_tokens,
+    text_counter,
 )
 from .validation import ensure_valid
 
@@ -263,9 +264,10 @@ def _marked_cut(
     """
     encoder = get_encoding(encoding)
     tokens = encoder.encode_ordinary(text)
+    count = text_counter(encoding)
 
     def size(candidate: str) -> int:
-        return len(encoder.encode_ordinary(render(candidate)))
+        return count(render(candidate))
 
     for marker in (truncation_notice(len(tokens)), _SHORT_MARKER):
         room = budget - size(marker)

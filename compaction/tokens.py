@@ -7,9 +7,12 @@ tiktoken's own expected hashes, so no network is needed and integrity is still c
 The folder is the system temp dir's `ctxweb-tiktoken` unless `configure(tiktoken_dir=...)`
 names another one: the engine reads no environment variable or application setting.
 
-Counting encodes one piece at a time (`encode_ordinary`), never through tiktoken's thread
-pool: on a small shared machine the pool's start-up and hand-offs cost more than they save
-(bench/tokens.py measures both).
+Counting goes one piece at a time, never through a thread pool (tiktoken holds the GIL; on a
+small shared machine a pool's start-up and hand-offs cost more than they save, bench/tokens.py
+measures both), and through `text_counter`: bpe-openai's Rust counter, which gives tiktoken's
+`encode_ordinary` figure without building the token list (faster; tests compare the two on
+generated text). tiktoken stays the encoder: it cuts and decodes, and counts what bpe-openai
+cannot take (lone surrogates) or everything when `configure(fast_counting=False)` says so.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import regex
 import tiktoken
@@ -45,6 +48,7 @@ __all__ = [
     "get_encoding",
     "message_token_counts",
     "message_tokens",
+    "text_counter",
 ]
 
 logger = logging.getLogger(__name__)
@@ -104,16 +108,24 @@ IMAGE_TOKENS: Final = 1600
 
 
 _configured_dir: Path | None = None
+_fast_counting = True
 
 
-def configure(*, tiktoken_dir: str | os.PathLike[str] | None = None) -> None:
-    """Set where the vocabularies are unpacked; None (or "") restores the default folder.
+def configure(
+    *, tiktoken_dir: str | os.PathLike[str] | None = None, fast_counting: bool = True
+) -> None:
+    """Set where the vocabularies are unpacked (None or "": the default folder) and whether
+    counts come from bpe-openai's counter (`text_counter`; False: from tiktoken alone, slower,
+    and without the counter's tables in memory: bench/tokens.py prints what they take).
 
     An application calls this once at start-up, before the first count; encodings already
     loaded in this process stay loaded.
     """
-    global _configured_dir
+    global _configured_dir, _fast_counting
     _configured_dir = Path(tiktoken_dir) if tiktoken_dir else None
+    if fast_counting != _fast_counting:
+        _fast_counting = fast_counting
+        _counter.cache_clear()
 
 
 def _vocabulary_cache_dir() -> Path:
@@ -155,17 +167,55 @@ def get_encoding(name: str | None = None) -> tiktoken.Encoding:
     )
 
 
+_Count = Callable[[str], int]
+
+
+def text_counter(encoding: str | None = None) -> _Count:
+    """A function giving the tokens of one string, the figure `len(encode_ordinary(text))`
+    gives (special-token text counted as ordinary text), without building the token list."""
+    return _counter(encoding or DEFAULT_ENCODING)
+
+
+@cache
+def _counter(name: str) -> _Count:
+    encode = get_encoding(name).encode_ordinary  # also rejects an unknown name
+    fast = _fast_count(name) if _fast_counting else None
+    if fast is None:
+        return lambda text: len(encode(text))
+
+    def count(text: str) -> int:
+        try:
+            return fast(text)
+        except UnicodeEncodeError:  # lone surrogates: tiktoken replaces them, then encodes
+            return len(encode(text))
+
+    return count
+
+
+def _fast_count(name: str) -> _Count | None:
+    """bpe-openai's counter for `name`, or None when this bpe-openai has none."""
+    try:
+        from bpe_openai._bindings import tokenizer_for_encoding
+    except ImportError:  # pragma: no cover - a bpe-openai without its Rust bindings
+        return None
+    try:
+        return cast(_Count, tokenizer_for_encoding(name).count)
+    except (ValueError, AttributeError):  # pragma: no cover - an encoding it does not ship
+        logger.warning("bpe-openai cannot count %s; tiktoken counts it", name)
+        return None
+
+
 def count_text_tokens(text: str, encoding: str | None = None) -> int:
     """Tokens of one string (special-token text is counted as ordinary text)."""
     if not text:
         return 0
-    return len(get_encoding(encoding).encode_ordinary(text))
+    return text_counter(encoding)(text)
 
 
 def count_text_tokens_each(texts: Iterable[str], encoding: str | None = None) -> list[int]:
     """Tokens of each string, in order: one plain loop, no thread pool (module doc)."""
-    encode = get_encoding(encoding).encode_ordinary
-    return [len(encode(text)) if text else 0 for text in texts]
+    count = text_counter(encoding)
+    return [count(text) if text else 0 for text in texts]
 
 
 #: Chunks of a text searched for a boundary its own split shares with the joined split.
@@ -192,12 +242,12 @@ def count_prefixed(
     joined text is encoded.
     """
     name = encoding or DEFAULT_ENCODING
-    encode = get_encoding(name).encode_ordinary
+    count = text_counter(name)
     if not prefix:
         return text_tokens
     joined = prefix + text
     if not text:
-        return len(encode(prefix))
+        return count(prefix)
     split = _splitter(name)
     offset = len(prefix)
     tokens = _head_tokens(prefix[:settled], name) if settled else 0
@@ -212,19 +262,19 @@ def count_prefixed(
             while own_start < start - offset:
                 chunk = next(own, None)
                 if chunk is None or chunk.start() != own_start:
-                    return len(encode(joined))
-                own_before += len(encode(chunk.group()))
+                    return count(joined)
+                own_before += count(chunk.group())
                 own_start = chunk.end()
             if own_start == start - offset:
                 return tokens + text_tokens - own_before
-        tokens += len(encode(match.group()))
+        tokens += count(match.group())
         end = match.end()
-    return len(encode(joined))
+    return count(joined)
 
 
 @lru_cache(maxsize=256)
 def _head_tokens(head: str, name: str) -> int:
-    return len(get_encoding(name).encode_ordinary(head))
+    return text_counter(name)(head)
 
 
 def message_tokens(message: Mapping[str, Any], encoding: str | None = None) -> int:
@@ -233,7 +283,7 @@ def message_tokens(message: Mapping[str, Any], encoding: str | None = None) -> i
     Raises InvalidMessagesError when `message` is not a mapping. Counting is otherwise
     lenient: unknown block types are skipped with a warning (docs/behaviour.md#token-counting).
     """
-    return _message_count(message, get_encoding(encoding).encode_ordinary, "message")
+    return _message_count(message, text_counter(encoding), "message")
 
 
 def message_token_counts(
@@ -241,13 +291,13 @@ def message_token_counts(
 ) -> list[int]:
     """Tokens of each message, in order.
 
-    One `encode_ordinary` per piece (module doc). Raises InvalidMessagesError when
-    `messages` is not a list of mappings.
+    One count per piece (module doc). Raises InvalidMessagesError when `messages` is not a
+    list of mappings.
     """
     _check_list(messages)
-    encode = get_encoding(encoding).encode_ordinary
+    count = text_counter(encoding)
     return [
-        _message_count(message, encode, "messages", index) for index, message in enumerate(messages)
+        _message_count(message, count, "messages", index) for index, message in enumerate(messages)
     ]
 
 
@@ -267,10 +317,7 @@ def _check_list(messages: Any) -> None:
         raise InvalidMessagesError([Problem("messages", "must be a list of messages")])
 
 
-_Encode = Callable[[str], list[int]]
-
-
-def _message_count(message: Any, encode: _Encode, path: str, index: int | None = None) -> int:
+def _message_count(message: Any, count: _Count, path: str, index: int | None = None) -> int:
     """Tokens of one message; the common shapes (string content, plain dict blocks) take the
     shortest path, since this runs for every message of every history counted."""
     if type(message) is not dict and not isinstance(message, Mapping):
@@ -278,29 +325,29 @@ def _message_count(message: Any, encode: _Encode, path: str, index: int | None =
         raise InvalidMessagesError([Problem(where, "must be an object with role and content")])
     content = message.get("content")
     if isinstance(content, str):
-        return len(encode(content)) if content else 0
+        return count(content) if content else 0
     if not isinstance(content, list):
         return 0
-    return _blocks_count(content, encode)
+    return _blocks_count(content, count)
 
 
-def _blocks_count(blocks: Iterable[Any], encode: _Encode) -> int:
+def _blocks_count(blocks: Iterable[Any], count: _Count) -> int:
     total = 0
     for block in blocks:
         is_mapping = type(block) is dict or isinstance(block, Mapping)
         kind = block.get("type") if is_mapping else None
         if kind == "text":
             text = block.get("text")
-            total += len(encode(text if isinstance(text, str) else str(text))) if text else 0
+            total += count(text if isinstance(text, str) else str(text)) if text else 0
         elif kind == "tool_result":
             content = block.get("content")
             if isinstance(content, str):
-                total += len(encode(content)) if content else 0
+                total += count(content) if content else 0
             elif isinstance(content, list):
-                total += _blocks_count(content, encode)
+                total += _blocks_count(content, count)
         else:
             for piece in _block_pieces((block,)):
-                total += piece if isinstance(piece, int) else (len(encode(piece)) if piece else 0)
+                total += piece if isinstance(piece, int) else (count(piece) if piece else 0)
     return total
 
 

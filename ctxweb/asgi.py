@@ -12,19 +12,20 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ctxweb.settings")
 os.environ["CTXWEB_ASGI_PROCESS"] = "1"
 _django = get_asgi_application()
 
-from compaction import get_encoding  # noqa: E402  (after the settings)
+from compaction import count_tokens  # noqa: E402  (after the settings)
 from sessions_app.proxy.asgi import with_proxy_route  # noqa: E402  (needs the app loaded)
 from sessions_app.proxy.pool import with_upstream_lifespan  # noqa: E402  (needs the app loaded)
 
 
 def _warm() -> None:
     """Load, before the process serves, what its first requests would wait for: the URL
-    patterns (the API and every view module) and the token vocabulary (a second or more).
+    patterns (the API and every view module), the token vocabulary and its counter (a
+    second or more).
     Under ASGI a new process accepts many requests at once, and every one of them would
     wait for these (bench/load.py saw 15 s appends right after start on a busy machine)."""
     get_resolver().url_patterns  # noqa: B018  (imports ctxweb.urls and its views)
-    get_encoding()
-    get_encoding(settings.CTXWEB_TOKEN_ENCODING)
+    for encoding in {"o200k_base", settings.CTXWEB_TOKEN_ENCODING}:
+        count_tokens([{"role": "user", "content": "warm"}], encoding=encoding)
 
 
 _warm()

@@ -273,6 +273,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = CTXWEB_MAX_BODY_BYTES + 1024 * 1024
 CTXWEB_TOKEN_ENCODING = os.environ.get("CTXWEB_TOKEN_ENCODING", "o200k_base")
 # Where the tiktoken vocabularies are unpacked ("": the system temp dir's ctxweb-tiktoken).
 CTXWEB_TIKTOKEN_DIR = os.environ.get("CTXWEB_TIKTOKEN_DIR", "")
+# Counts from bpe-openai's faster counter (same figures; its tables cost memory per process).
+CTXWEB_FAST_TOKEN_COUNTING = env_bool("CTXWEB_FAST_TOKEN_COUNTING", True)
 CTXWEB_SUMMARY_MODEL = os.environ.get("CTXWEB_SUMMARY_MODEL", "")
 ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
 ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")

@@ -16,8 +16,12 @@ class SessionsAppConfig(AppConfig):
     def ready(self) -> None:
         import compaction
 
-        # The engine reads no settings: it is told where the tiktoken vocabularies live.
-        compaction.configure(tiktoken_dir=settings.CTXWEB_TIKTOKEN_DIR or None)
+        # The engine reads no settings: it is told where the tiktoken vocabularies live and
+        # whether to count with bpe-openai's counter.
+        compaction.configure(
+            tiktoken_dir=settings.CTXWEB_TIKTOKEN_DIR or None,
+            fast_counting=settings.CTXWEB_FAST_TOKEN_COUNTING,
+        )
         post_migrate.connect(create_cache_table, sender=self)
 
 

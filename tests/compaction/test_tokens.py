@@ -277,3 +277,90 @@ def test_count_text_tokens_each_counts_every_string():
     texts = ["", TEXT, "a b c", TEXT * 3]
 
     assert tokens.count_text_tokens_each(texts) == [raw(t) for t in texts]
+
+
+# The counter: bpe-openai's figures must be tiktoken's (docs/behaviour.md#token-counting).
+_unicode = st.text(st.characters(codec="utf-8"), max_size=200)
+_shaped = st.lists(
+    st.sampled_from(
+        [
+            " ",
+            "  ",
+            "\n",
+            "\r\n",
+            "\t",
+            "'s",
+            "'LL",
+            "a",
+            "Zx",
+            "123",
+            "4567",
+            "é",
+            "中文",
+            "🙂",
+            "👍🏽",
+            "\u200d",
+            "ـ",
+            "١٢",
+            ".",
+            "://",
+            "--",
+            "\u00a0",
+            "\u3000",
+            "x\u0301",
+        ]
+    ),
+    max_size=80,
+).map("".join)
+
+
+@pytest.mark.parametrize("name", sorted(ENCODINGS))
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(_unicode, _shaped))
+def test_text_counter_gives_tiktokens_figure(name, text):
+    assert tokens.text_counter(name)(text) == len(get_encoding(name).encode_ordinary(text))
+
+
+@pytest.mark.parametrize("text", [" " * 5000, "\n" * 999 + "x", "1" * 10001, "word " * 20000])
+def test_text_counter_gives_tiktokens_figure_on_long_runs(text):
+    assert tokens.text_counter()(text) == len(get_encoding().encode_ordinary(text))
+
+
+def test_text_counter_counts_lone_surrogates_as_tiktoken_does():
+    text = "a\ud800b \udfff"
+
+    assert tokens.text_counter()(text) == len(get_encoding().encode_ordinary(text))
+
+
+@pytest.fixture
+def counting_spy(monkeypatch):
+    """The number of tiktoken encode_ordinary calls made by counters built from now on."""
+    calls = []
+    original = tiktoken.Encoding.encode_ordinary
+
+    def spy(self, text):
+        calls.append(text)
+        return original(self, text)
+
+    monkeypatch.setattr(tiktoken.Encoding, "encode_ordinary", spy)
+    tokens._counter.cache_clear()
+    yield calls
+    tokens.configure()
+    tokens._counter.cache_clear()
+
+
+def test_counting_builds_no_token_list(counting_spy):
+    expected = raw(TEXT)
+    counting_spy.clear()
+
+    assert tokens.count_text_tokens(TEXT) == expected
+    assert counting_spy == []
+
+
+def test_fast_counting_can_be_turned_off(counting_spy):
+    expected = raw(TEXT)
+    counting_spy.clear()
+    tokens.configure(fast_counting=False)
+
+    assert tokens.count_text_tokens(TEXT) == expected
+    assert counting_spy == [TEXT]
