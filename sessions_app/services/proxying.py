@@ -29,6 +29,8 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from compaction import tool_use_ids
+
 from ..models import CompactionProfile, Session
 from .auto import StoredCompaction, post_call_check, prepare_context, usage_tokens
 from .context_text import Format
@@ -37,7 +39,14 @@ from .overhead import overhead_counts, overhead_digest, session_overhead
 from .policies import policy_for, profile_for
 from .proxy_context import split_context
 from .proxy_map import Incoming, PrefixMap
-from .sessions import append_locked, create_session, refresh_totals, sessions_for
+from .sessions import (
+    UNREAD,
+    append_locked,
+    appended_totals,
+    create_session,
+    refresh_totals,
+    sessions_for,
+)
 
 __all__ = ["ProxyPlan", "ProxyRequest", "plan_request", "record_answer"]
 
@@ -114,16 +123,17 @@ def _plan(
         profile = _profile_of(locked)
         state = _state_of(locked, request.provider)
         prefix = PrefixMap.of(state)
+        changes: dict[str, Any] = {"proxy_state": state}
         if not _is_retry(state, prefix, incoming, overhead):
             if not prefix.continued_by(incoming):
                 raise Conflict("the proxied session changed under the request")
-            _append_new(locked, prefix, request, incoming, profile)
-        changes: dict[str, Any] = {"proxy_state": state}
+            if _append_new(locked, state, prefix, request, incoming, profile):
+                changes.update(appended_totals(locked))
         kept = _remember(locked.pk, state, request, overhead)
         if kept is not None:
             changes["proxy_overhead"] = kept
         _keep_map(state, prefix)
-        Session.objects.filter(pk=locked.pk).update(**changes)
+        Session.objects.filter(pk=locked.pk).update(**changes)  # one write of the row
         locked.proxy_state = state
     stored = len(request.digests)
     if (request.mode or profile.proxy_mode) != "compact":  # observe: record only
@@ -169,18 +179,19 @@ def record_answer(
             return False
         state = dict(locked.proxy_state or {})
         prefix = PrefixMap.of(state)
+        changes: dict[str, Any] = {"proxy_state": state}
         if prefix.count == stored + 1 and prefix.answered == stored:
             prefix.add_alias(stored, digest)
             answered = False
         elif prefix.count == stored:
             profile = profile or _profile_of(locked)
-            append_locked(locked, [dict(message)], profile=profile)
+            _append(locked, state, [dict(message)], profile)
+            changes.update(appended_totals(locked))
             prefix.add_answer(digest)
             answered = True
         else:
             return False
         _keep_map(state, prefix)
-        changes: dict[str, Any] = {"proxy_state": state}
         usage = message.get("usage")
         over = False
         if answered and compact and isinstance(usage, Mapping):  # what post_call_check records
@@ -227,19 +238,55 @@ def _over(session: Session, profile: CompactionProfile) -> bool:
 
 def _append_new(
     locked: Session,
+    state: dict[str, Any],
     prefix: PrefixMap,
     request: ProxyRequest,
     incoming: Incoming,
     profile: CompactionProfile,
-) -> None:
-    """Append the request's messages beyond the stored ones; the map takes them."""
+) -> bool:
+    """Append the request's messages beyond the stored ones; the map takes them. True when
+    messages were appended (the session's totals are then to be saved)."""
     groups = request.convert(prefix.count)
     messages = [message for group in groups for message in group]
     starts = [index for index, group in enumerate(groups, start=prefix.count) for _ in group]
     if messages:
-        append_locked(locked, messages, profile=profile)
+        _append(locked, state, messages, profile)
     prefix.add_starts(starts)
     prefix.extend(incoming)
+    return bool(messages)
+
+
+def _append(
+    locked: Session,
+    state: dict[str, Any],
+    messages: list[dict[str, Any]],
+    profile: CompactionProfile,
+) -> None:
+    """`append_locked` without saving the totals (the caller's one UPDATE of the row does),
+    after the context's last message as the proxy left it when nothing changed since;
+    then the last one appended is remembered in `state` for the next append."""
+    append_locked(locked, messages, profile=profile, previous=_previous(state, locked), save=False)
+    last = messages[-1]
+    role = last.get("role")
+    uses = tool_use_ids(last) if role == "assistant" else []
+    state["last"] = {"version": locked.version, "role": role, "tool_use_ids": uses}
+
+
+def _previous(state: Mapping[str, Any], locked: Session) -> Mapping[str, Any] | object:
+    """The message the context ends with, as the proxy's own last append left it (the
+    session's version unchanged since: nothing else was appended, compacted, reverted or
+    offloaded), reduced to what validating an extension reads (its role, an assistant's
+    tool_use ids); else UNREAD (`append_locked` reads it)."""
+    last = state.get("last")
+    if not isinstance(last, Mapping) or last.get("version") != locked.version:
+        return UNREAD
+    role, ids = last.get("role"), last.get("tool_use_ids")
+    if not isinstance(role, str) or not isinstance(ids, list):
+        return UNREAD
+    if role != "assistant" or not ids:
+        return {"role": role, "content": "(stored message)"}
+    uses = [{"type": "tool_use", "id": str(i), "name": "stored", "input": {}} for i in ids]
+    return {"role": role, "content": uses}
 
 
 def _is_retry(
