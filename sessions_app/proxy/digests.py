@@ -13,12 +13,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, overload
 
 __all__ = [
     "Digests",
     "claude_code_session",
+    "clear_cache",
     "conversation_key",
     "decode_body",
     "digest",
@@ -130,12 +133,27 @@ def _walk(text: str, ascii: memoryview | None) -> tuple[Any, list[str] | None]:
 
 def _array(text: str, index: int, ascii: memoryview | None) -> tuple[list[Any], list[str], int]:
     """The array starting at `index` ('['), each element's raw digest, the index after it.
-    `ascii`: the same text as bytes, when each character is one byte."""
-    items: list[Any] = []
-    hashes: list[str] = []
-    index = _skip(text, index + 1)
-    if text[index] == "]":
-        return items, hashes, index + 1
+    `ascii`: the same text as bytes, when each character is one byte.
+
+    Elements a recent body's array began with, in the same characters (`_RECENT`), are
+    taken from it, decoded and hashed then: an agent sends its history again with every
+    request, so only the elements after the ones it sent last time are decoded and hashed."""
+    start = index
+    seen = _RECENT.longest(text, start)
+    if seen is None:
+        items: list[Any] = []
+        hashes: list[str] = []
+        index = _skip(text, index + 1)
+        if text[index] == "]":
+            return items, hashes, index + 1
+    else:
+        items, hashes = list(seen.items), list(seen.hashes)
+        index = _skip(text, start + len(seen.text))
+        if text[index] == "]":
+            return items, hashes, index + 1
+        if text[index] != ",":
+            raise ValueError("expected ',' or ']'")
+        index = _skip(text, index + 1)
     while True:
         item, end = _DECODER.raw_decode(text, index)
         items.append(item)
@@ -143,10 +161,84 @@ def _array(text: str, index: int, ascii: memoryview | None) -> tuple[list[Any], 
         hashes.append(_span_hash(span))
         index = _skip(text, end)
         if text[index] == "]":
+            _RECENT.keep(text, start, end, items, hashes, replacing=seen)
             return items, hashes, index + 1
         if text[index] != ",":
             raise ValueError("expected ',' or ']'")
         index = _skip(text, index + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class _Prefix:
+    """A message array as a body sent it, up to the end of its last element (no ']'),
+    with its elements decoded and hashed."""
+
+    text: str
+    items: tuple[Any, ...]
+    hashes: tuple[str, ...]
+
+
+class _Recent:
+    """The message arrays of the last bodies read, one per conversation (a body that
+    continues a kept array replaces it), within a budget of characters.
+
+    The kept elements are handed to every later request that begins with the same
+    characters: they are read, never changed (the proxy builds new messages from them)."""
+
+    def __init__(self, entries: int, chars: int) -> None:
+        self._entries = entries
+        self._chars = chars
+        self._kept: list[_Prefix] = []  # least recently used first
+        self._lock = threading.Lock()
+
+    def longest(self, text: str, start: int) -> _Prefix | None:
+        """The longest kept array that `text` begins with at `start`."""
+        with self._lock:
+            kept = list(self._kept)
+        best = None
+        for prefix in kept:
+            if (best is None or len(prefix.text) > len(best.text)) and text.startswith(
+                prefix.text, start
+            ):
+                best = prefix
+        return best
+
+    def keep(
+        self,
+        text: str,
+        start: int,
+        end: int,
+        items: list[Any],
+        hashes: list[str],
+        *,
+        replacing: _Prefix | None,
+    ) -> None:
+        """Keep `text[start:end]` (an array of objects, up to its last element's end)."""
+        if end - start > self._chars or not all(type(item) is dict for item in items):
+            return  # objects only: the end of the kept text is the end of one
+        prefix = _Prefix(text[start:end], tuple(items), tuple(hashes))
+        with self._lock:
+            kept = [p for p in self._kept if p is not replacing]
+            kept.append(prefix)
+            total = sum(len(p.text) for p in kept)
+            while len(kept) > self._entries or total > self._chars:
+                total -= len(kept.pop(0).text)
+            self._kept = kept
+
+    def clear(self) -> None:
+        """Forget every kept array."""
+        with self._lock:
+            self._kept = []
+
+
+#: 16M characters: about 14 conversations of 200K tokens, 3 of 1M (their decoded
+#: messages take about twice as much memory again).
+_RECENT: Final = _Recent(entries=32, chars=16 * 2**20)
+
+
+def clear_cache() -> None:
+    """Forget the message arrays of the bodies read so far (tests)."""
+    _RECENT.clear()
 
 
 class Digests(Sequence[str]):
