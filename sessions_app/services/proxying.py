@@ -174,7 +174,7 @@ def record_answer(
 
     `profile`: the one the request's plan read (`ProxyPlan.profile`); None: read now."""
     with transaction.atomic():
-        locked = _locked(session_id)
+        locked = _locked(session_id, profile=profile is None)
         if locked is None:
             return False
         state = dict(locked.proxy_state or {})
@@ -213,10 +213,13 @@ def _keep_map(state: dict[str, Any], prefix: PrefixMap) -> None:
     state["map"] = prefix.to_state()
 
 
-def _locked(pk: uuid.UUID) -> Session | None:
-    """The session, locked for this transaction, with its profile (one query), without its
-    stored system prompt and tools (read only when a request changes one of them)."""
-    rows = Session.objects.select_for_update(of=("self",)).select_related("profile")
+def _locked(pk: uuid.UUID, *, profile: bool = True) -> Session | None:
+    """The session, locked for this transaction, with its profile (one query; `profile`
+    False: without it, the caller has it), without its stored system prompt and tools
+    (read only when a request changes one of them)."""
+    rows = Session.objects.select_for_update(of=("self",))
+    if profile:
+        rows = rows.select_related("profile")
     return rows.defer("proxy_overhead").filter(pk=pk).first()
 
 
@@ -317,29 +320,23 @@ def _matching(
     owner: User, request: ProxyRequest, incoming: Incoming, overhead: str
 ) -> uuid.UUID | None:
     """The most recent session of this conversation whose stored messages the request
-    continues or retries (a named or identified session first). Only each candidate's map
-    is read, not its stored system prompt and tools."""
+    continues or retries (a named or identified session first). Each candidate's
+    `proxy_state` is read whole (its map and counts, a few KB: one plain column is cheaper
+    to select than its keys one by one), not its stored system prompt and tools."""
     mine = sessions_for(owner)
-    fields = ("pk", "proxy_state__provider", "proxy_state__map", "proxy_state__overhead_digest")
-    rows: list[dict[str, Any]] = []
+    rows: list[tuple[uuid.UUID, Any]] = []
     if request.name:
         with contextlib.suppress(ValueError):
-            rows.extend(mine.filter(pk=uuid.UUID(request.name)).values(*fields))
+            rows.extend(mine.filter(pk=uuid.UUID(request.name)).values_list("pk", "proxy_state"))
     keyed = mine.filter(proxy_key=request.key).order_by("-updated_at")
-    rows.extend(keyed.values(*fields)[:_CANDIDATES])
-    for row in rows:
-        provider = row["proxy_state__provider"]
+    rows.extend(keyed.values_list("pk", "proxy_state")[:_CANDIDATES])
+    for pk, kept in rows:
+        state = kept if isinstance(kept, Mapping) else {}
+        provider = state.get("provider")
         if provider is not None and provider != request.provider:
             continue
-        if row["proxy_state__map"] is not None:
-            state = {"map": row["proxy_state__map"]}
-            state["overhead_digest"] = row["proxy_state__overhead_digest"]
-        else:  # never proxied, or mapped in the first format: the whole state
-            whole = Session.objects.filter(pk=row["pk"]).values_list("proxy_state", flat=True)
-            state = whole.first() or {}
         prefix = PrefixMap.of(state)
         if prefix.continued_by(incoming) or _is_retry(state, prefix, incoming, overhead):
-            pk: uuid.UUID = row["pk"]
             return pk
     return None
 
