@@ -174,7 +174,7 @@ def record_answer(
 
     `profile`: the one the request's plan read (`ProxyPlan.profile`); None: read now."""
     with transaction.atomic():
-        locked = _locked(session_id, profile=profile is None)
+        locked = _locked(session_id)
         if locked is None:
             return False
         state = dict(locked.proxy_state or {})
@@ -213,22 +213,16 @@ def _keep_map(state: dict[str, Any], prefix: PrefixMap) -> None:
     state["map"] = prefix.to_state()
 
 
-def _locked(pk: uuid.UUID, *, profile: bool = True) -> Session | None:
-    """The session, locked for this transaction, with its profile (one query; `profile`
-    False: without it, the caller has it), without its stored system prompt and tools
-    (read only when a request changes one of them)."""
-    rows = Session.objects.select_for_update(of=("self",))
-    if profile:
-        rows = rows.select_related("profile")
-    return rows.defer("proxy_overhead").filter(pk=pk).first()
+def _locked(pk: uuid.UUID) -> Session | None:
+    """The session, locked for this transaction, without its stored system prompt and
+    tools (read only when a request changes one of them). Not joined with its profile:
+    most sessions have none (the default one is read instead), and the join cost more
+    to build than the query it saved."""
+    return Session.objects.select_for_update().defer("proxy_overhead").filter(pk=pk).first()
 
 
 def _profile_of(session: Session) -> CompactionProfile:
-    """The session's profile (loaded with it), else the default one."""
-    if session.profile_id is not None and Session.profile.is_cached(session):
-        profile = session.profile
-        if profile is not None:
-            return profile
+    """The session's profile, else the default one (one query)."""
     return profile_for(session)
 
 
