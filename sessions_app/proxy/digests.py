@@ -18,8 +18,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, overload
 
+from ..services.proxy_map import ROOT, chain
+
 __all__ = [
     "Digests",
+    "RawDigests",
     "claude_code_session",
     "clear_cache",
     "conversation_key",
@@ -78,6 +81,15 @@ def _span_hash(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
+class RawDigests(list[str]):
+    """The raw digest of each message of a body, with `chains`: the running fingerprints
+    of the first 0, 1, ... n of them (services/proxy_map.py `chain`, ROOT first), which
+    the map compares; kept with the body's array, so a later body extending it chains only
+    its new messages."""
+
+    chains: tuple[str, ...] = ()
+
+
 def decode_body(raw: bytes) -> tuple[Any, list[str] | None]:
     """The decoded JSON body, and the raw digest of each element of its top-level `messages`
     array hashed from the bytes the client sent (None when there is no such array).
@@ -131,7 +143,7 @@ def _walk(text: str, ascii: memoryview | None) -> tuple[Any, list[str] | None]:
     return body, spans
 
 
-def _array(text: str, index: int, ascii: memoryview | None) -> tuple[list[Any], list[str], int]:
+def _array(text: str, index: int, ascii: memoryview | None) -> tuple[list[Any], RawDigests, int]:
     """The array starting at `index` ('['), each element's raw digest, the index after it.
     `ascii`: the same text as bytes, when each character is one byte.
 
@@ -142,18 +154,21 @@ def _array(text: str, index: int, ascii: memoryview | None) -> tuple[list[Any], 
     seen = _RECENT.longest(text, start)
     if seen is None:
         items: list[Any] = []
-        hashes: list[str] = []
+        hashes = RawDigests()
+        hashes.chains = (ROOT,)
         index = _skip(text, index + 1)
         if text[index] == "]":
             return items, hashes, index + 1
     else:
-        items, hashes = list(seen.items), list(seen.hashes)
+        items, hashes = list(seen.items), RawDigests(seen.hashes)
+        hashes.chains = seen.chains
         index = _skip(text, start + len(seen.text))
         if text[index] == "]":
             return items, hashes, index + 1
         if text[index] != ",":
             raise ValueError("expected ',' or ']'")
         index = _skip(text, index + 1)
+    added = len(hashes)
     while True:
         item, end = _DECODER.raw_decode(text, index)
         items.append(item)
@@ -161,11 +176,16 @@ def _array(text: str, index: int, ascii: memoryview | None) -> tuple[list[Any], 
         hashes.append(_span_hash(span))
         index = _skip(text, end)
         if text[index] == "]":
-            _RECENT.keep(text, start, end, items, hashes, replacing=seen)
-            return items, hashes, index + 1
+            break
         if text[index] != ",":
             raise ValueError("expected ',' or ']'")
         index = _skip(text, index + 1)
+    chains = list(hashes.chains)
+    for one in hashes[added:]:
+        chains.append(chain(chains[-1], [one]))
+    hashes.chains = tuple(chains)
+    _RECENT.keep(text, start, end, items, hashes, replacing=seen)
+    return items, hashes, index + 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +196,7 @@ class _Prefix:
     text: str
     items: tuple[Any, ...]
     hashes: tuple[str, ...]
+    chains: tuple[str, ...]
 
 
 class _Recent:
@@ -209,14 +230,14 @@ class _Recent:
         start: int,
         end: int,
         items: list[Any],
-        hashes: list[str],
+        hashes: RawDigests,
         *,
         replacing: _Prefix | None,
     ) -> None:
         """Keep `text[start:end]` (an array of objects, up to its last element's end)."""
         if end - start > self._chars or not all(type(item) is dict for item in items):
             return  # objects only: the end of the kept text is the end of one
-        prefix = _Prefix(text[start:end], tuple(items), tuple(hashes))
+        prefix = _Prefix(text[start:end], tuple(items), tuple(hashes), hashes.chains)
         with self._lock:
             kept = [p for p in self._kept if p is not replacing]
             kept.append(prefix)
@@ -253,9 +274,12 @@ class Digests(Sequence[str]):
     def __init__(self, messages: Sequence[Any], raw: Sequence[str] | None = None) -> None:
         self._messages = messages
         self._known: dict[int, str] = {}
+        chains = getattr(raw, "chains", ())
         if raw is None or len(raw) != len(messages):
-            raw = [raw_digest(message) for message in messages]
+            raw, chains = [raw_digest(message) for message in messages], ()
         self.raw = list(raw)
+        #: The running fingerprints of the raw digests, when the body's reading made them.
+        self.chains: tuple[str, ...] = chains if len(chains) == len(self.raw) + 1 else ()
 
     def __len__(self) -> int:
         return len(self._messages)

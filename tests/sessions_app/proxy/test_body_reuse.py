@@ -13,8 +13,9 @@ import pytest
 from sessions_app.models import Compaction, CompactionProfile
 from sessions_app.proxy import digests
 from sessions_app.proxy.anthropic import AnthropicAdapter
-from sessions_app.proxy.digests import decode_body, digest
+from sessions_app.proxy.digests import Digests, decode_body, digest
 from sessions_app.proxy.mapping import proxy_request
+from sessions_app.services.proxy_map import ROOT, Incoming, chain
 from sessions_app.services.proxying import plan_request, record_answer
 
 _ADAPTER = AnthropicAdapter()
@@ -86,13 +87,17 @@ def test_a_broken_body_after_a_good_one_is_refused(later: bytes) -> None:
 
 def test_kept_arrays_stay_within_their_budget() -> None:
     kept = digests._Recent(entries=2, chars=60)
-    texts = ['[{"a":1}', '[{"b":22}', '[{"c":333}']
-    for text in texts:
-        kept.keep(text, 0, len(text), [json.loads(text + "]")[0]], ["h"], replacing=None)
+
+    def keep(text: str, count: int) -> None:
+        hashes = digests.RawDigests(["h"] * count)
+        kept.keep(text, 0, len(text), json.loads(text + "]"), hashes, replacing=None)
+
+    for text in ('[{"a":1}', '[{"b":22}', '[{"c":333}'):
+        keep(text, 1)
     assert kept.longest('[{"a":1}]', 0) is None  # the least recently kept went first
     assert kept.longest('[{"c":333},{"d":4}]', 0) is not None
     big = "[" + "{}," * 30 + "{}"
-    kept.keep(big, 0, len(big), [{}] * 31, ["h"] * 31, replacing=None)
+    keep(big, 31)
     assert kept.longest(big + "]", 0) is None  # over the budget: not kept
 
 
@@ -140,3 +145,19 @@ def test_messages_handed_to_later_requests_come_back_unchanged(user: Any) -> Non
         assert turn < 30
     body = _body([*history, {"role": "user", "content": "done"}], system="be brief")
     assert decode_body(body) == _afresh(body)
+
+
+def test_the_raw_chains_come_with_the_body_as_the_map_would_make_them() -> None:
+    """The running fingerprints the map compares (services/proxy_map.py), made while the
+    body is read, for a body read afresh and for one extending an earlier body."""
+    for body in (_body(_history(5)), _body(_history(8))):  # the second extends the first
+        _, hashes = decode_body(body)
+        assert hashes is not None
+        expected = [ROOT]
+        for one in hashes:
+            expected.append(chain(expected[-1], [one]))
+        digested = Digests(json.loads(body)["messages"], hashes)
+        assert list(digested.chains) == expected
+        assert Incoming(digested).raw_chain(len(expected) - 1) == expected[-1]
+        plain = Incoming(Digests(json.loads(body)["messages"], list(hashes)))
+        assert [plain.raw_chain(p) for p in range(len(expected))] == expected
