@@ -130,6 +130,8 @@ def _walk(text: str, ascii: memoryview | None) -> tuple[Any, list[str] | None]:
         index = _skip(text, index + 1)
         if key == "messages" and text[index] == "[":
             body[key], spans, index = _array(text, index, ascii)
+        elif key in _OVERHEAD:
+            body[key], index = _OVERHEAD[key].value(text, index)
         else:
             body[key], index = _DECODER.raw_decode(text, index)
             spans = None if key == "messages" else spans
@@ -257,9 +259,47 @@ class _Recent:
 _RECENT: Final = _Recent(entries=32, chars=16 * 2**20)
 
 
+class _Values:
+    """The last values of one top-level key a body sent (`system`, `tools`), as text and
+    decoded: an agent sends the same 50-100 KB of them with every request. The same text
+    again is the same object again (read, never changed): not decoded again, and what is
+    computed from it can be remembered for it (services/overhead.py)."""
+
+    #: Smaller values are decoded again.
+    SMALLEST: Final = 1024
+
+    def __init__(self, entries: int) -> None:
+        self._entries = entries
+        self._kept: list[tuple[str, Any]] = []  # least recently used first
+        self._lock = threading.Lock()
+
+    def value(self, text: str, index: int) -> tuple[Any, int]:
+        """The value starting at `index` and the index after it."""
+        with self._lock:
+            kept = list(self._kept)
+        for known, value in reversed(kept):
+            if text.startswith(known, index):  # an object, array or string: self-delimited
+                return value, index + len(known)
+        value, end = _DECODER.raw_decode(text, index)
+        if end - index >= self.SMALLEST and isinstance(value, dict | list | str):
+            with self._lock:
+                self._kept = [*self._kept, (text[index:end], value)][-self._entries :]
+        return value, end
+
+    def clear(self) -> None:
+        """Forget every kept value."""
+        with self._lock:
+            self._kept = []
+
+
+_OVERHEAD: Final = {"system": _Values(entries=8), "tools": _Values(entries=8)}
+
+
 def clear_cache() -> None:
-    """Forget the message arrays of the bodies read so far (tests)."""
+    """Forget the message arrays and values of the bodies read so far (tests)."""
     _RECENT.clear()
+    for values in _OVERHEAD.values():
+        values.clear()
 
 
 class Digests(Sequence[str]):

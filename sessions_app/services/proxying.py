@@ -35,7 +35,12 @@ from ..models import CompactionProfile, Session
 from .auto import StoredCompaction, post_call_check, prepare_context, usage_tokens
 from .context_text import Format
 from .errors import Conflict
-from .overhead import overhead_counts, overhead_digest, session_overhead
+from .overhead import (
+    overhead_counts,
+    overhead_digest,
+    remembered_overhead_digest,
+    session_overhead,
+)
 from .policies import policy_for, profile_for
 from .proxy_context import split_context
 from .proxy_map import Incoming, PrefixMap
@@ -70,6 +75,8 @@ class ProxyRequest:
     model: str = ""
     name: str = ""
     external_id: str = ""
+    #: The system prompt and tool definitions as sent: never changed (their digest is
+    #: remembered for these objects, services/overhead.py `remembered_overhead_digest`).
     system: Any = None
     tools: Any = None
     #: X-Ctxweb-Mode (`compact` or `observe`); empty: the session profile's `proxy_mode`.
@@ -101,7 +108,7 @@ def plan_request(owner: User, request: ProxyRequest) -> ProxyPlan | None:
     one.
     """
     incoming = Incoming(request.digests)
-    overhead = overhead_digest(request.system, request.tools)
+    overhead = remembered_overhead_digest(request.system, request.tools)
     try:
         return _plan(owner, request, incoming, overhead)
     except Conflict:

@@ -15,6 +15,7 @@ from sessions_app.proxy import digests
 from sessions_app.proxy.anthropic import AnthropicAdapter
 from sessions_app.proxy.digests import Digests, decode_body, digest
 from sessions_app.proxy.mapping import proxy_request
+from sessions_app.services import overhead
 from sessions_app.services.proxy_map import ROOT, Incoming, chain
 from sessions_app.services.proxying import plan_request, record_answer
 
@@ -161,3 +162,39 @@ def test_the_raw_chains_come_with_the_body_as_the_map_would_make_them() -> None:
         assert Incoming(digested).raw_chain(len(expected) - 1) == expected[-1]
         plain = Incoming(Digests(json.loads(body)["messages"], list(hashes)))
         assert [plain.raw_chain(p) for p in range(len(expected))] == expected
+
+
+def test_an_unchanged_system_and_tools_are_the_same_objects_again() -> None:
+    system = "You are careful. " * 100
+    tools = [{"name": f"tool_{n}", "description": "Reads things. " * 20} for n in range(4)]
+    first, _ = decode_body(_body(_history(2), system=system, tools=tools))
+    again, _ = decode_body(_body(_history(4), tools=tools, system=system, stream=True))
+    assert again["system"] is first["system"]
+    assert again["tools"] is first["tools"]
+    changed = [*tools, {"name": "tool_new", "description": "Writes things. " * 20}]
+    other, _ = decode_body(_body(_history(4), system=system[:-1], tools=changed))
+    assert other["system"] == system[:-1]
+    assert other["tools"] == changed
+    body = _body(_history(4), system=system, tools=tools[:1])
+    assert decode_body(body) == _afresh(body)
+
+
+def test_the_overhead_digest_is_remembered_for_the_same_objects(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    system, tools = "Be brief. " * 200, [{"name": "Read", "input_schema": {"type": "object"}}]
+    made: list[Any] = []
+    real = overhead.overhead_digest
+
+    def counted(*args: Any) -> str:
+        made.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(overhead, "overhead_digest", counted)
+    first = overhead.remembered_overhead_digest(system, tools)
+    assert overhead.remembered_overhead_digest(system, tools) == first
+    assert len(made) == 1
+    copy = json.loads(json.dumps(tools))  # equal, not the same object: digested again
+    assert overhead.remembered_overhead_digest(system, copy) == first
+    assert len(made) == 2
+    assert first == real(system, tools)
