@@ -255,7 +255,7 @@ class _Recent:
 
 
 #: 16M characters: about 14 conversations of 200K tokens, 3 of 1M (their decoded
-#: messages take about 1.5 times as much memory again).
+#: messages take more memory again).
 _RECENT: Final = _Recent(entries=32, chars=16 * 2**20)
 
 
