@@ -13,12 +13,18 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, overload
+
+from ..services.proxy_map import ROOT, chain
 
 __all__ = [
     "Digests",
+    "RawDigests",
     "claude_code_session",
+    "clear_cache",
     "conversation_key",
     "decode_body",
     "digest",
@@ -75,6 +81,15 @@ def _span_hash(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
+class RawDigests(list[str]):
+    """The raw digest of each message of a body, with `chains`: the running fingerprints
+    of the first 0, 1, ... n of them (services/proxy_map.py `chain`, ROOT first), which
+    the map compares; kept with the body's array, so a later body extending it chains only
+    its new messages."""
+
+    chains: tuple[str, ...] = ()
+
+
 def decode_body(raw: bytes) -> tuple[Any, list[str] | None]:
     """The decoded JSON body, and the raw digest of each element of its top-level `messages`
     array hashed from the bytes the client sent (None when there is no such array).
@@ -115,6 +130,8 @@ def _walk(text: str, ascii: memoryview | None) -> tuple[Any, list[str] | None]:
         index = _skip(text, index + 1)
         if key == "messages" and text[index] == "[":
             body[key], spans, index = _array(text, index, ascii)
+        elif key in _OVERHEAD:
+            body[key], index = _OVERHEAD[key].value(text, index)
         else:
             body[key], index = _DECODER.raw_decode(text, index)
             spans = None if key == "messages" else spans
@@ -128,14 +145,32 @@ def _walk(text: str, ascii: memoryview | None) -> tuple[Any, list[str] | None]:
     return body, spans
 
 
-def _array(text: str, index: int, ascii: memoryview | None) -> tuple[list[Any], list[str], int]:
+def _array(text: str, index: int, ascii: memoryview | None) -> tuple[list[Any], RawDigests, int]:
     """The array starting at `index` ('['), each element's raw digest, the index after it.
-    `ascii`: the same text as bytes, when each character is one byte."""
-    items: list[Any] = []
-    hashes: list[str] = []
-    index = _skip(text, index + 1)
-    if text[index] == "]":
-        return items, hashes, index + 1
+    `ascii`: the same text as bytes, when each character is one byte.
+
+    Elements a recent body's array began with, in the same characters (`_RECENT`), are
+    taken from it, decoded and hashed then: an agent sends its history again with every
+    request, so only the elements after the ones it sent last time are decoded and hashed."""
+    start = index
+    seen = _RECENT.longest(text, start)
+    if seen is None:
+        items: list[Any] = []
+        hashes = RawDigests()
+        hashes.chains = (ROOT,)
+        index = _skip(text, index + 1)
+        if text[index] == "]":
+            return items, hashes, index + 1
+    else:
+        items, hashes = list(seen.items), RawDigests(seen.hashes)
+        hashes.chains = seen.chains
+        index = _skip(text, start + len(seen.text))
+        if text[index] == "]":
+            return items, hashes, index + 1
+        if text[index] != ",":
+            raise ValueError("expected ',' or ']'")
+        index = _skip(text, index + 1)
+    added = len(hashes)
     while True:
         item, end = _DECODER.raw_decode(text, index)
         items.append(item)
@@ -143,10 +178,128 @@ def _array(text: str, index: int, ascii: memoryview | None) -> tuple[list[Any], 
         hashes.append(_span_hash(span))
         index = _skip(text, end)
         if text[index] == "]":
-            return items, hashes, index + 1
+            break
         if text[index] != ",":
             raise ValueError("expected ',' or ']'")
         index = _skip(text, index + 1)
+    chains = list(hashes.chains)
+    for one in hashes[added:]:
+        chains.append(chain(chains[-1], [one]))
+    hashes.chains = tuple(chains)
+    _RECENT.keep(text, start, end, items, hashes, replacing=seen)
+    return items, hashes, index + 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Prefix:
+    """A message array as a body sent it, up to the end of its last element (no ']'),
+    with its elements decoded and hashed."""
+
+    text: str
+    items: tuple[Any, ...]
+    hashes: tuple[str, ...]
+    chains: tuple[str, ...]
+
+
+class _Recent:
+    """The message arrays of the last bodies read, one per conversation (a body that
+    continues a kept array replaces it), within a budget of characters.
+
+    The kept elements are handed to every later request that begins with the same
+    characters: they are read, never changed (the proxy builds new messages from them)."""
+
+    def __init__(self, entries: int, chars: int) -> None:
+        self._entries = entries
+        self._chars = chars
+        self._kept: list[_Prefix] = []  # least recently used first
+        self._lock = threading.Lock()
+
+    def longest(self, text: str, start: int) -> _Prefix | None:
+        """The longest kept array that `text` begins with at `start`."""
+        with self._lock:
+            kept = list(self._kept)
+        best = None
+        for prefix in kept:
+            if (best is None or len(prefix.text) > len(best.text)) and text.startswith(
+                prefix.text, start
+            ):
+                best = prefix
+        return best
+
+    def keep(
+        self,
+        text: str,
+        start: int,
+        end: int,
+        items: list[Any],
+        hashes: RawDigests,
+        *,
+        replacing: _Prefix | None,
+    ) -> None:
+        """Keep `text[start:end]` (an array of objects, up to its last element's end)."""
+        if end - start > self._chars or not all(type(item) is dict for item in items):
+            return  # objects only: the end of the kept text is the end of one
+        prefix = _Prefix(text[start:end], tuple(items), tuple(hashes), hashes.chains)
+        with self._lock:
+            kept = [p for p in self._kept if p is not replacing]
+            kept.append(prefix)
+            total = sum(len(p.text) for p in kept)
+            while len(kept) > self._entries or total > self._chars:
+                total -= len(kept.pop(0).text)
+            self._kept = kept
+
+    def clear(self) -> None:
+        """Forget every kept array."""
+        with self._lock:
+            self._kept = []
+
+
+#: 16M characters: about 14 conversations of 200K tokens, 3 of 1M (their decoded
+#: messages take more memory again).
+_RECENT: Final = _Recent(entries=32, chars=16 * 2**20)
+
+
+class _Values:
+    """The last values of one top-level key a body sent (`system`, `tools`), as text and
+    decoded: an agent sends the same 50-100 KB of them with every request. The same text
+    again is the same object again (read, never changed): not decoded again, and what is
+    computed from it can be remembered for it (services/overhead.py)."""
+
+    #: Smaller values are decoded again.
+    SMALLEST: Final = 1024
+
+    def __init__(self, entries: int) -> None:
+        self._entries = entries
+        self._kept: list[tuple[str, Any]] = []  # least recently used first
+        self._lock = threading.Lock()
+
+    def value(self, text: str, index: int) -> tuple[Any, int]:
+        """The value starting at `index` and the index after it."""
+        with self._lock:
+            kept = list(self._kept)
+        for known, value in reversed(kept):
+            if text.startswith(known, index):  # an object, array or string: self-delimited
+                return value, index + len(known)
+        value, end = _DECODER.raw_decode(text, index)
+        if end - index >= self.SMALLEST and isinstance(value, dict | list | str):
+            with self._lock:
+                self._kept = [*self._kept, (text[index:end], value)][-self._entries :]
+        return value, end
+
+    def clear(self) -> None:
+        """Forget every kept value."""
+        with self._lock:
+            self._kept = []
+
+
+_OVERHEAD: Final = {"system": _Values(entries=8), "tools": _Values(entries=8)}
+
+
+def clear_cache() -> None:
+    """Forget the message arrays and values of the bodies read so far (tests)."""
+    _RECENT.clear()
+    for values in _OVERHEAD.values():
+        values.clear()
 
 
 class Digests(Sequence[str]):
@@ -161,9 +314,12 @@ class Digests(Sequence[str]):
     def __init__(self, messages: Sequence[Any], raw: Sequence[str] | None = None) -> None:
         self._messages = messages
         self._known: dict[int, str] = {}
+        chains = getattr(raw, "chains", ())
         if raw is None or len(raw) != len(messages):
-            raw = [raw_digest(message) for message in messages]
+            raw, chains = [raw_digest(message) for message in messages], ()
         self.raw = list(raw)
+        #: The running fingerprints of the raw digests, when the body's reading made them.
+        self.chains: tuple[str, ...] = chains if len(chains) == len(self.raw) + 1 else ()
 
     def __len__(self) -> int:
         return len(self._messages)

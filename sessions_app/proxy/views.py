@@ -122,7 +122,7 @@ def _planned(
     if not conversation.messages:
         return raw, None
     name = (request.headers.get("X-Ctxweb-Session") or "").strip()
-    if hashes is not None:  # the raw digests of the conversation's messages (not `lead`)
+    if hashes is not None and conversation.lead:  # the conversation's messages' only
         hashes = hashes[len(conversation.lead) :]
     try:
         wanted = proxy_request(adapter, conversation, name=name, mode=mode, raw=hashes)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -28,6 +30,7 @@ __all__ = [
     "overhead_digest",
     "overhead_of",
     "overhead_values",
+    "remembered_overhead_digest",
     "session_overhead",
 ]
 
@@ -83,6 +86,29 @@ def overhead_digest(system: Any, tools: Any) -> str:
     """A short digest of a system prompt and tool definitions together."""
     text = json.dumps([system, tools], sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def remembered_overhead_digest(system: Any, tools: Any) -> str:
+    """`overhead_digest`, remembered for these very objects: reading a proxied body hands
+    out the same objects again for the same text of its system prompt and tools
+    (sessions_app/proxy/digests.py), which nobody changes. For such values only."""
+    key = (id(system), id(tools))
+    with _lock:
+        known = _remembered.get(key)
+    if known is not None and known[0] is system and known[1] is tools:
+        return known[2]
+    digest = overhead_digest(system, tools)
+    with _lock:
+        _remembered[key] = (system, tools, digest)  # kept alive: their ids stay theirs
+        while len(_remembered) > _REMEMBERED:
+            _remembered.popitem(last=False)
+    return digest
+
+
+#: Digests remembered (`remembered_overhead_digest`).
+_REMEMBERED: Final = 16
+_lock = threading.Lock()
+_remembered: OrderedDict[tuple[int, int], tuple[Any, Any, str]] = OrderedDict()
 
 
 def count_overhead(state: dict[str, Any], encoding: str | None = None) -> None:

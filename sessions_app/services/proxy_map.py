@@ -62,15 +62,23 @@ class Incoming:
     def raw_chain(self, position: int) -> str:
         """The chain of the raw digests of the first `position` messages."""
         if self._raw is None:
-            raws = list(getattr(self.digests, "raw", []))
-            if len(raws) != len(self.digests):
-                raws = []
-            chains, value = [ROOT], ROOT
-            for one in raws:
-                value = chain(value, [one])
-                chains.append(value)
-            self._raw = chains
+            self._raw = self._chains()
         return self._raw[position] if position < len(self._raw) else ""
+
+    def _chains(self) -> list[str]:
+        """The raw chains, as the body's reading made them (sessions_app/proxy/digests.py
+        `RawDigests`) or from the raw digests; [ROOT] alone when there are none."""
+        known = list(getattr(self.digests, "chains", ()))
+        if len(known) == len(self.digests) + 1:
+            return known
+        raws = list(getattr(self.digests, "raw", []))
+        if len(raws) != len(self.digests):
+            raws = []
+        chains, value = [ROOT], ROOT
+        for one in raws:
+            value = chain(value, [one])
+            chains.append(value)
+        return chains
 
 
 @dataclass

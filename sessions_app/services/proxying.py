@@ -29,15 +29,29 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from compaction import tool_use_ids
+
 from ..models import CompactionProfile, Session
 from .auto import StoredCompaction, post_call_check, prepare_context, usage_tokens
 from .context_text import Format
 from .errors import Conflict
-from .overhead import overhead_counts, overhead_digest, session_overhead
+from .overhead import (
+    overhead_counts,
+    overhead_digest,
+    remembered_overhead_digest,
+    session_overhead,
+)
 from .policies import policy_for, profile_for
 from .proxy_context import split_context
 from .proxy_map import Incoming, PrefixMap
-from .sessions import append_locked, create_session, refresh_totals, sessions_for
+from .sessions import (
+    UNREAD,
+    append_locked,
+    appended_totals,
+    create_session,
+    refresh_totals,
+    sessions_for,
+)
 
 __all__ = ["ProxyPlan", "ProxyRequest", "plan_request", "record_answer"]
 
@@ -61,6 +75,8 @@ class ProxyRequest:
     model: str = ""
     name: str = ""
     external_id: str = ""
+    #: The system prompt and tool definitions as sent: never changed (their digest is
+    #: remembered for these objects, services/overhead.py `remembered_overhead_digest`).
     system: Any = None
     tools: Any = None
     #: X-Ctxweb-Mode (`compact` or `observe`); empty: the session profile's `proxy_mode`.
@@ -92,7 +108,7 @@ def plan_request(owner: User, request: ProxyRequest) -> ProxyPlan | None:
     one.
     """
     incoming = Incoming(request.digests)
-    overhead = overhead_digest(request.system, request.tools)
+    overhead = remembered_overhead_digest(request.system, request.tools)
     try:
         return _plan(owner, request, incoming, overhead)
     except Conflict:
@@ -114,16 +130,17 @@ def _plan(
         profile = _profile_of(locked)
         state = _state_of(locked, request.provider)
         prefix = PrefixMap.of(state)
+        changes: dict[str, Any] = {"proxy_state": state}
         if not _is_retry(state, prefix, incoming, overhead):
             if not prefix.continued_by(incoming):
                 raise Conflict("the proxied session changed under the request")
-            _append_new(locked, prefix, request, incoming, profile)
-        changes: dict[str, Any] = {"proxy_state": state}
+            if _append_new(locked, state, prefix, request, incoming, profile):
+                changes.update(appended_totals(locked))
         kept = _remember(locked.pk, state, request, overhead)
         if kept is not None:
             changes["proxy_overhead"] = kept
         _keep_map(state, prefix)
-        Session.objects.filter(pk=locked.pk).update(**changes)
+        Session.objects.filter(pk=locked.pk).update(**changes)  # one write of the row
         locked.proxy_state = state
     stored = len(request.digests)
     if (request.mode or profile.proxy_mode) != "compact":  # observe: record only
@@ -169,18 +186,19 @@ def record_answer(
             return False
         state = dict(locked.proxy_state or {})
         prefix = PrefixMap.of(state)
+        changes: dict[str, Any] = {"proxy_state": state}
         if prefix.count == stored + 1 and prefix.answered == stored:
             prefix.add_alias(stored, digest)
             answered = False
         elif prefix.count == stored:
             profile = profile or _profile_of(locked)
-            append_locked(locked, [dict(message)], profile=profile)
+            _append(locked, state, [dict(message)], profile)
+            changes.update(appended_totals(locked))
             prefix.add_answer(digest)
             answered = True
         else:
             return False
         _keep_map(state, prefix)
-        changes: dict[str, Any] = {"proxy_state": state}
         usage = message.get("usage")
         over = False
         if answered and compact and isinstance(usage, Mapping):  # what post_call_check records
@@ -203,18 +221,15 @@ def _keep_map(state: dict[str, Any], prefix: PrefixMap) -> None:
 
 
 def _locked(pk: uuid.UUID) -> Session | None:
-    """The session, locked for this transaction, with its profile (one query), without its
-    stored system prompt and tools (read only when a request changes one of them)."""
-    rows = Session.objects.select_for_update(of=("self",)).select_related("profile")
-    return rows.defer("proxy_overhead").filter(pk=pk).first()
+    """The session, locked for this transaction, without its stored system prompt and
+    tools (read only when a request changes one of them). Not joined with its profile:
+    most sessions have none (the default one is read instead), and the join cost more
+    to build than the query it saved."""
+    return Session.objects.select_for_update().defer("proxy_overhead").filter(pk=pk).first()
 
 
 def _profile_of(session: Session) -> CompactionProfile:
-    """The session's profile (loaded with it), else the default one."""
-    if session.profile_id is not None and Session.profile.is_cached(session):
-        profile = session.profile
-        if profile is not None:
-            return profile
+    """The session's profile, else the default one (one query)."""
     return profile_for(session)
 
 
@@ -227,19 +242,55 @@ def _over(session: Session, profile: CompactionProfile) -> bool:
 
 def _append_new(
     locked: Session,
+    state: dict[str, Any],
     prefix: PrefixMap,
     request: ProxyRequest,
     incoming: Incoming,
     profile: CompactionProfile,
-) -> None:
-    """Append the request's messages beyond the stored ones; the map takes them."""
+) -> bool:
+    """Append the request's messages beyond the stored ones; the map takes them. True when
+    messages were appended (the session's totals are then to be saved)."""
     groups = request.convert(prefix.count)
     messages = [message for group in groups for message in group]
     starts = [index for index, group in enumerate(groups, start=prefix.count) for _ in group]
     if messages:
-        append_locked(locked, messages, profile=profile)
+        _append(locked, state, messages, profile)
     prefix.add_starts(starts)
     prefix.extend(incoming)
+    return bool(messages)
+
+
+def _append(
+    locked: Session,
+    state: dict[str, Any],
+    messages: list[dict[str, Any]],
+    profile: CompactionProfile,
+) -> None:
+    """`append_locked` without saving the totals (the caller's one UPDATE of the row does),
+    after the context's last message as the proxy left it when nothing changed since;
+    then the last one appended is remembered in `state` for the next append."""
+    append_locked(locked, messages, profile=profile, previous=_previous(state, locked), save=False)
+    last = messages[-1]
+    role = last.get("role")
+    uses = tool_use_ids(last) if role == "assistant" else []
+    state["last"] = {"version": locked.version, "role": role, "tool_use_ids": uses}
+
+
+def _previous(state: Mapping[str, Any], locked: Session) -> Mapping[str, Any] | object:
+    """The message the context ends with, as the proxy's own last append left it (the
+    session's version unchanged since: nothing else was appended, compacted, reverted or
+    offloaded), reduced to what validating an extension reads (its role, an assistant's
+    tool_use ids); else UNREAD (`append_locked` reads it)."""
+    last = state.get("last")
+    if not isinstance(last, Mapping) or last.get("version") != locked.version:
+        return UNREAD
+    role, ids = last.get("role"), last.get("tool_use_ids")
+    if not isinstance(role, str) or not isinstance(ids, list):
+        return UNREAD
+    if role != "assistant" or not ids:
+        return {"role": role, "content": "(stored message)"}
+    uses = [{"type": "tool_use", "id": str(i), "name": "stored", "input": {}} for i in ids]
+    return {"role": role, "content": uses}
 
 
 def _is_retry(
@@ -270,29 +321,23 @@ def _matching(
     owner: User, request: ProxyRequest, incoming: Incoming, overhead: str
 ) -> uuid.UUID | None:
     """The most recent session of this conversation whose stored messages the request
-    continues or retries (a named or identified session first). Only each candidate's map
-    is read, not its stored system prompt and tools."""
+    continues or retries (a named or identified session first). Each candidate's
+    `proxy_state` is read whole (its map and counts, a few KB: one plain column is cheaper
+    to select than its keys one by one), not its stored system prompt and tools."""
     mine = sessions_for(owner)
-    fields = ("pk", "proxy_state__provider", "proxy_state__map", "proxy_state__overhead_digest")
-    rows: list[dict[str, Any]] = []
+    rows: list[tuple[uuid.UUID, Any]] = []
     if request.name:
         with contextlib.suppress(ValueError):
-            rows.extend(mine.filter(pk=uuid.UUID(request.name)).values(*fields))
+            rows.extend(mine.filter(pk=uuid.UUID(request.name)).values_list("pk", "proxy_state"))
     keyed = mine.filter(proxy_key=request.key).order_by("-updated_at")
-    rows.extend(keyed.values(*fields)[:_CANDIDATES])
-    for row in rows:
-        provider = row["proxy_state__provider"]
+    rows.extend(keyed.values_list("pk", "proxy_state")[:_CANDIDATES])
+    for pk, kept in rows:
+        state = kept if isinstance(kept, Mapping) else {}
+        provider = state.get("provider")
         if provider is not None and provider != request.provider:
             continue
-        if row["proxy_state__map"] is not None:
-            state = {"map": row["proxy_state__map"]}
-            state["overhead_digest"] = row["proxy_state__overhead_digest"]
-        else:  # never proxied, or mapped in the first format: the whole state
-            whole = Session.objects.filter(pk=row["pk"]).values_list("proxy_state", flat=True)
-            state = whole.first() or {}
         prefix = PrefixMap.of(state)
         if prefix.continued_by(incoming) or _is_retry(state, prefix, incoming, overhead):
-            pk: uuid.UUID = row["pk"]
             return pk
     return None
 

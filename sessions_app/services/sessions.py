@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.core.files.storage import default_storage
@@ -32,8 +32,10 @@ from .policies import profile_for
 
 __all__ = [
     "MAX_CONTEXT_LIMIT",
+    "UNREAD",
     "append_locked",
     "append_messages",
+    "appended_totals",
     "create_session",
     "delete_session",
     "refresh_totals",
@@ -131,25 +133,38 @@ def append_messages(
     return rows
 
 
+#: `append_locked(previous=UNREAD)`: the context's last message is read.
+UNREAD: Final = object()
+
+
 def append_locked(
     locked: Session,
     messages: Iterable[Mapping[str, Any]],
     *,
     profile: CompactionProfile | None = None,
+    previous: Mapping[str, Any] | object | None = UNREAD,
+    save: bool = True,
 ) -> list[Message]:
     """`append_messages` for a caller that holds the session's lock in its own transaction
     (the proxy: services/proxying.py): `locked` is the row it locked, with current totals,
-    so there is no savepoint and no second read. `profile`: the session's (else read)."""
+    so there is no savepoint and no second read. `profile`: the session's (else read).
+
+    `previous`: the message the context ends with, when the caller knows it (None: the
+    context is empty; for validation only its role and, for an assistant, its tool_use
+    ids count); else it is read. `save=False`: the new totals and version are set on
+    `locked` but not saved; the caller writes `appended_totals(locked)` in its own UPDATE."""
     items = _copies(messages)
-    last = (
-        ContextEntry.objects.filter(session=locked)
-        .select_related("message")
-        .order_by("-position")
-        .first()
-    )
-    previous = entry_message(last) if last is not None else None
-    _raise_problems(validate_extension(previous, items), offset=1 if previous else 0)
-    return _append_validated(locked, items, profile=profile) if items else []
+    if previous is UNREAD:
+        last = (
+            ContextEntry.objects.filter(session=locked)
+            .select_related("message")
+            .order_by("-position")
+            .first()
+        )
+        previous = entry_message(last) if last is not None else None
+    before = previous if isinstance(previous, Mapping) else None
+    _raise_problems(validate_extension(before, items), offset=1 if before else 0)
+    return _append_validated(locked, items, profile=profile, save=save) if items else []
 
 
 def _checked_fields(
@@ -265,8 +280,10 @@ def _append_validated(
     items: list[dict[str, Any]],
     *,
     profile: CompactionProfile | None = None,
+    save: bool = True,
 ) -> list[Message]:
-    """Write validated messages as Message and ContextEntry rows; `session` must be locked."""
+    """Write validated messages as Message and ContextEntry rows; `session` must be locked.
+    Its totals are saved as a new version (`save=False`: only set, see `append_locked`)."""
     encoding = (profile or profile_for(session)).encoding
     counts = message_token_counts(items, encoding)
     now = timezone.now()
@@ -286,25 +303,30 @@ def _append_validated(
             )
         )
     append_rows(session, rows)
-    _save_totals(session)
+    session.version += 1
+    if save:
+        session.save(update_fields=list(_APPENDED))
+    else:
+        session.updated_at = timezone.now()
     return rows
 
 
-def _save_totals(session: Session) -> None:
-    """Save the locked session's totals after an append, as a new version."""
-    session.version += 1
-    session.save(
-        update_fields=[
-            "next_seq",
-            "next_position",
-            "message_count",
-            "context_entry_count",
-            "history_tokens",
-            "context_tokens",
-            "version",
-            "updated_at",
-        ]
-    )
+#: The session fields an append changes (its totals, a new version).
+_APPENDED: Final = (
+    "next_seq",
+    "next_position",
+    "message_count",
+    "context_entry_count",
+    "history_tokens",
+    "context_tokens",
+    "version",
+    "updated_at",
+)
+
+
+def appended_totals(session: Session) -> dict[str, Any]:
+    """The fields `append_locked(save=False)` changed on `session`, for the caller's UPDATE."""
+    return {name: getattr(session, name) for name in _APPENDED}
 
 
 _TOTALS = (
