@@ -17,7 +17,8 @@
   record the answer), in this process before any server starts: CPU time (blind to the
   machine's other load, which the wall times above are not) and database queries.
 
-A child process with a throwaway SQLite database (WAL) and persistent connections.
+A child process with a throwaway SQLite database (WAL), persistent connections and production
+settings (DEBUG off).
 Run: .venv/bin/python -m bench.proxy [--smoke]
 """
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import statistics
 import subprocess
 import sys
@@ -308,7 +310,13 @@ def _run_child(data_dir: str, smoke: bool) -> dict[str, Any]:
     env.update(
         CTXWEB_DATA_DIR=data_dir,
         DJANGO_SETTINGS_MODULE="ctxweb.settings",
-        DJANGO_DEBUG="1",
+        # Production settings, as bench/load.py runs them: with DEBUG on, every query is
+        # also kept and logged, a cost no deployment pays.
+        DJANGO_DEBUG="0",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(64),
+        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
+        DJANGO_SECURE_SSL_REDIRECT="0",
+        CTXWEB_LOG_LEVEL="WARNING",
         CTXWEB_CONN_MAX_AGE="60",
         PYTHONPATH=str(ROOT),
     )
