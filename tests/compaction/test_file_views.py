@@ -101,7 +101,6 @@ def test_file_view_sources_pairs_calls_with_results() -> None:
 
 # Outlines for a summary: each distinct file folded once (issue 14) ------------------------
 
-import tiktoken  # noqa: E402
 from hypothesis import settings  # noqa: E402
 
 from compaction import compact_messages  # noqa: E402
@@ -110,6 +109,7 @@ from compaction.folding import fold, fold_views, outline  # noqa: E402
 from compaction.messages import message_text  # noqa: E402
 from compaction.summarizers.scripted import ScriptedSummarizer  # noqa: E402
 from compaction.tokens import count_text_tokens  # noqa: E402
+from tests.support.encoded import recording_encodes  # noqa: E402
 
 
 def module_source(number: int, functions: int) -> str:
@@ -219,23 +219,17 @@ def test_a_compaction_parses_each_distinct_file_once(monkeypatch: pytest.MonkeyP
     assert len(parses) == len(set(parses)) == 5
 
 
-def test_known_counts_spare_counting_a_lone_results_source(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_known_counts_spare_counting_a_lone_results_source() -> None:
     history = reading_history(rounds=6, files=3)
     counts = [
         count_text_tokens(m["content"][0]["content"]) if i % 4 == 3 else 1
         for i, m in enumerate(history)
     ]
-    encoded: list[str] = []
-    original = tiktoken.Encoding.encode_ordinary
-
-    def recording(self: tiktoken.Encoding, text: str) -> list[int]:
-        encoded.append(text)
-        return original(self, text)
-
     expected = file_view_outlines(history, Policy())
-    monkeypatch.setattr(tiktoken.Encoding, "encode_ordinary", recording)
-    assert file_view_outlines(history, Policy(), counts) == expected
+    with recording_encodes() as encoded:
+        assert file_view_outlines(history, Policy(), counts) == expected
     sources = {module_source(i, 40) for i in range(3)}
+    assert encoded
     assert not sources & set(encoded)
 
 

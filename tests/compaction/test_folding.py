@@ -24,6 +24,7 @@ from compaction.folding.budget import TokenMeter, plan_drops
 from compaction.folding.languages import parser_for
 from compaction.policy import Policy
 from compaction.tokens import count_text_tokens
+from tests.support.encoded import recording_encodes
 
 
 def outline(path: str, source: str, **policy: Any) -> list[str]:
@@ -577,11 +578,13 @@ def test_at_most_two_tiktoken_passes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(TokenMeter, "count", count)
     files = many_files(80)
     policy = Policy(fold_max_tokens=500)
-    result = fold(files, policy=policy)
+    with recording_encodes() as counted:
+        result = fold(files, policy=policy)
     assert result.dropped_lines > 0
     assert len(passes) == 2
     assert passes[1] == 1  # the recount after the drop is the output text alone
     assert stray == []
+    assert 0 < len(counted) <= sum(passes)  # every text counted belongs to a pass
     assert result.tiktoken_passes == 2
 
 

@@ -11,11 +11,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-import tiktoken
 
 from compaction.summarizers.scripted import ScriptedSummarizer
 from compaction.tokens import _message_pieces
 from sessions_app.services.session_compaction import compact_session
+from tests.support.encoded import recording_encodes
 from tests.support.histories import synthetic_history
 
 pytestmark = pytest.mark.django_db
@@ -24,24 +24,17 @@ SUMMARY = "Goals: finish the parser. Decisions: keep the old API."
 
 
 def test_compaction_encodes_the_summary_but_no_stored_message(
-    make_session: Any, make_profile: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+    make_session: Any, make_profile: Callable[..., Any]
 ) -> None:
     history = synthetic_history(120, words_per_message=30)
     # Reads included: a file view's source is its result's text, counted with its message.
     profile = make_profile(steps=["summary"], context_limit=4000)
     session = make_session(messages=history, profile=profile)
     stored = {piece for m in history for piece in _message_pieces(m, "m")[0] if len(piece) > 20}
-    encoded: list[str] = []
-    original = tiktoken.Encoding.encode_ordinary
-
-    def recording(self: tiktoken.Encoding, text: str) -> list[int]:
-        encoded.append(text)
-        return original(self, text)
-
-    monkeypatch.setattr(tiktoken.Encoding, "encode_ordinary", recording)
-    outcome = compact_session(
-        session, profile=profile, summarizer=ScriptedSummarizer(default=SUMMARY)
-    )
+    with recording_encodes() as encoded:
+        outcome = compact_session(
+            session, profile=profile, summarizer=ScriptedSummarizer(default=SUMMARY)
+        )
 
     assert outcome.compacted
     assert [text for text in encoded if text in stored] == []
@@ -50,23 +43,16 @@ def test_compaction_encodes_the_summary_but_no_stored_message(
 
 
 def test_a_dry_run_preview_counts_no_stored_message(
-    make_session: Any, make_profile: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+    make_session: Any, make_profile: Callable[..., Any]
 ) -> None:
     history = synthetic_history(120, words_per_message=30)
     profile = make_profile(steps=["summary"], context_limit=4000)
     session = make_session(messages=history, profile=profile)
     stored = {piece for m in history for piece in _message_pieces(m, "m")[0] if len(piece) > 20}
-    encoded: list[str] = []
-    original = tiktoken.Encoding.encode_ordinary
-
-    def recording(self: tiktoken.Encoding, text: str) -> list[int]:
-        encoded.append(text)
-        return original(self, text)
-
-    monkeypatch.setattr(tiktoken.Encoding, "encode_ordinary", recording)
-    outcome = compact_session(
-        session, profile=profile, dry_run=True, summarizer=ScriptedSummarizer(default=SUMMARY)
-    )
+    with recording_encodes() as encoded:
+        outcome = compact_session(
+            session, profile=profile, dry_run=True, summarizer=ScriptedSummarizer(default=SUMMARY)
+        )
 
     assert outcome.preview is not None
     assert outcome.preview.partition is not None
