@@ -415,8 +415,8 @@ class CompactionJob(models.Model):
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["status", "heartbeat_at"])]
         constraints = [
-            # At most one queued or running job per session, on every database: SQLite
-            # takes no row locks, so services/jobs.queue_compaction relies on this.
+            # At most one queued or running job per session, on every database, whatever
+            # serializes the callers of services/jobs.queue_compaction (or fails to).
             models.UniqueConstraint(
                 fields=["session"],
                 condition=models.Q(status__in=["queued", "running"]),

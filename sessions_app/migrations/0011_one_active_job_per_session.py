@@ -1,7 +1,7 @@
 """At most one queued or running compaction job per session, kept by the database.
 
-Before the constraint is added, a session with several active jobs (possible on SQLite
-before this migration) keeps one: its running job, else its oldest queued one. The others
+Before the constraint is added, a session with several active jobs (possible only where
+nothing serialized the callers before this migration) keeps one: its running job, else its oldest queued one. The others
 are failed; a worker that later picks up their task finds them not queued and skips them.
 """
 

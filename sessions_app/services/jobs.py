@@ -93,9 +93,10 @@ def queue_compaction(session: Session, *, params: Mapping[str, Any]) -> tuple[Co
     """enqueue_compaction's job, and whether it was queued now (False: it was already active).
 
     The session row lock serializes concurrent callers on PostgreSQL: the second one sees
-    the first job. Where no row lock is taken (SQLite), the database's constraint
-    `one_active_job_per_session` refuses a second active job, and the caller that lost
-    gets the winner's job, as if it had seen it.
+    the first job. SQLite takes no row lock; there ctxweb's IMMEDIATE transactions
+    (settings.py) serialize them the same way. Whatever the database and its settings, the
+    constraint `one_active_job_per_session` refuses a second active job, and a caller that
+    lost gets the winner's job, as if it had seen it.
     """
     clean = {key: params[key] for key in _PARAMS if params.get(key) is not None}
     clean.setdefault("trigger", "manual")

@@ -1,7 +1,9 @@
 """At most one queued-or-running compaction job per session, on SQLite and PostgreSQL alike.
 
 On PostgreSQL the session row lock serializes concurrent "Compact now" requests; SQLite takes
-no row lock, so the database constraint `one_active_job_per_session` must hold the line.
+no row lock (ctxweb's IMMEDIATE transactions serialize them there). Whatever the locking, the
+database constraint `one_active_job_per_session` holds the line: these tests take the
+serializing away and check that it does.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def session(make_session: Any, make_profile: Any, conversation: Any) -> Session:
 def test_a_request_whose_check_missed_the_active_job_gets_that_job(
     session: Session, monkeypatch: Any
 ) -> None:
-    """Without a row lock (SQLite) a second request can look before the first one commits."""
+    """A second request that looked before the first one committed (nothing serialized them)."""
     first, queued_now = queue_compaction(session, params={})
     assert queued_now
     monkeypatch.setattr(jobs, "active_job", _first_calls(1, lambda of: None, jobs.active_job))
@@ -68,7 +70,7 @@ def test_two_concurrent_requests_without_the_row_lock_queue_one_job(
             "the SQLite test database is in memory (shared cache): a second writer gets "
             "'database table is locked' at once instead of waiting"
         )
-    # Take the row lock away, as on SQLite, and let both requests check before either queues.
+    # Take the row lock away and let both requests check before either queues.
     monkeypatch.setattr(jobs, "_lock_session", lambda session: None)
     both_checked = threading.Barrier(2, timeout=10)
     real = jobs.active_job
