@@ -414,6 +414,15 @@ class CompactionJob(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["status", "heartbeat_at"])]
+        constraints = [
+            # At most one queued or running job per session, on every database, whatever
+            # serializes the callers of services/jobs.queue_compaction (or fails to).
+            models.UniqueConstraint(
+                fields=["session"],
+                condition=models.Q(status__in=["queued", "running"]),
+                name="one_active_job_per_session",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"Job {self.id} ({self.status})"

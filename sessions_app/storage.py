@@ -4,23 +4,28 @@ Offloaded tool results and other engine blobs go to the default storage (a direc
 CTXWEB_DATA_DIR by default, any Django storage backend in production) below a per-session
 prefix, so nothing an engine step writes can land outside it. Nothing stored is ever replaced:
 `create` (the engine's `ExclusiveBlobStore`) refuses a taken name, `write` takes a free one next
-to it. The guarantee is the storage's: FileSystemStorage creates with `O_EXCL`; django-storages'
-S3 backend checks for a taken name only with `file_overwrite: false` (docs/deployment.md).
+to it. `save_new` (also used for compaction archives) asks the storage whether a name is taken
+before it saves, whatever the backend's overwrite setting (django-storages' S3 backend replaces
+by default); FileSystemStorage also creates with `O_EXCL`, while on S3 two writers racing for
+one name between the check and the save can still replace each other (docs/deployment.md).
 """
 
 from __future__ import annotations
 
 import logging
 import posixpath
-from typing import Final
+from pathlib import PurePosixPath
+from typing import Any, Final
 
 from django.core.exceptions import SuspiciousFileOperation
+from django.core.files import File
 from django.core.files.base import ContentFile
 from django.core.files.storage import Storage, default_storage
+from django.utils.crypto import get_random_string
 
 from compaction import BlobStoreError
 
-__all__ = ["BLOB_PREFIX", "DjangoStorageBlobStore", "delete_stored_quietly"]
+__all__ = ["BLOB_PREFIX", "DjangoStorageBlobStore", "delete_stored_quietly", "save_new"]
 
 logger = logging.getLogger("sessions_app")
 
@@ -72,7 +77,7 @@ class DjangoStorageBlobStore:
 
     def _save(self, target: str, data: bytes) -> str:
         try:
-            return str(self.storage.save(target, ContentFile(data)))
+            return save_new(target, ContentFile(data), self.storage)
         except (OSError, SuspiciousFileOperation) as error:
             raise BlobStoreError(f"could not write {target}: {error}") from error
 
@@ -98,6 +103,24 @@ class DjangoStorageBlobStore:
             return str(self.storage.path(stored))
         except NotImplementedError:
             return str(self.storage.url(stored))
+
+
+def save_new(name: str, content: File[Any], storage: Storage | None = None) -> str:
+    """Save `content` under `name`, or under a free name next to it when `name` is taken
+    (Django's `_<7 random characters>` before the extension); the stored name.
+
+    Never replaces a stored file, whatever the backend's overwrite setting: the storage is
+    asked with `exists` before the save (django-storages' S3 backend, by default, saves under
+    the name given even when it is taken).
+    """
+    store = storage or default_storage
+    folder, file_name = posixpath.split(name)
+    extension = "".join(PurePosixPath(file_name).suffixes)
+    root = file_name.removesuffix(extension)
+    free = name
+    while store.exists(free):
+        free = posixpath.join(folder, f"{root}_{get_random_string(7)}{extension}")
+    return str(store.save(free, content))
 
 
 def delete_stored_quietly(storage_name: str, storage: Storage | None = None) -> None:

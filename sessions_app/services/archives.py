@@ -28,6 +28,7 @@ from django.core.files.storage import default_storage
 from compaction import archive_name
 
 from ..models import Compaction, ContextEntry
+from ..storage import save_new
 from .entries import entry_message
 from .errors import Unavailable
 
@@ -146,6 +147,9 @@ def write_archive(
 ) -> str:
     """Write an archive through the default storage; its stored name.
 
+    An archive never replaces a stored one: a taken name gets a free one next to it
+    (`storage.save_new`), whatever the storage backend's overwrite setting.
+
     `entries` may be a generator: it is streamed to a temporary file, never held whole.
     Raises ArchiveUnavailable when the storage refuses (nothing is left behind then).
     """
@@ -161,7 +165,7 @@ def write_archive(
             _write_list(spool, transformed)
             spool.write(b"}")
             spool.seek(0)
-            return str(default_storage.save(name, File(spool)))
+            return save_new(name, File(spool))
     except (OSError, TypeError, ValueError) as error:
         raise ArchiveUnavailable(f"could not write the archive: {error}") from error
 

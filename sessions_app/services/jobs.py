@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import Any, Final
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 from django_tasks import task
@@ -90,21 +90,38 @@ def enqueue_compaction(session: Session, *, params: Mapping[str, Any]) -> Compac
 
 
 def queue_compaction(session: Session, *, params: Mapping[str, Any]) -> tuple[CompactionJob, bool]:
-    """enqueue_compaction's job, and whether it was queued now (False: it was already active)."""
+    """enqueue_compaction's job, and whether it was queued now (False: it was already active).
+
+    The session row lock serializes concurrent callers on PostgreSQL: the second one sees
+    the first job. SQLite takes no row lock; there ctxweb's IMMEDIATE transactions
+    (settings.py) serialize them the same way. Whatever the database and its settings, the
+    constraint `one_active_job_per_session` refuses a second active job, and a caller that
+    lost gets the winner's job, as if it had seen it.
+    """
     clean = {key: params[key] for key in _PARAMS if params.get(key) is not None}
     clean.setdefault("trigger", "manual")
-    with transaction.atomic():
-        # The session row lock serializes concurrent callers: the second one sees the first job.
-        Session.objects.select_for_update().filter(pk=session.pk).first()
+    try:
+        with transaction.atomic():
+            _lock_session(session)
+            running = active_job(session)
+            if running is not None:
+                return running, False
+            job = _queue_job(session, clean)
+    except IntegrityError:
         running = active_job(session)
-        if running is not None:
-            return running, False
-        job = _queue_job(session, clean)
+        if running is None:
+            raise
+        return running, False
     logger.info(
         "compaction queued",
         extra={"session_id": str(session.pk), "job": str(job.pk), "trigger": clean["trigger"]},
     )
     return job, True
+
+
+def _lock_session(session: Session) -> None:
+    """Lock the session's row until the transaction ends (a no-op on SQLite)."""
+    Session.objects.select_for_update().filter(pk=session.pk).first()
 
 
 def _queue_job(session: Session, params: dict[str, Any]) -> CompactionJob:

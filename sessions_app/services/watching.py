@@ -11,7 +11,11 @@ changed is read again from its start (merging, never duplicating: merge.py). A p
 line is left for the next scan. A session file whose lines so far are all sidechain lines is
 not stored until its first main-thread message arrives: read alone, those lines would be
 taken for a subagent transcript and stored as the main thread, which the file later
-contradicts. Subagent transcripts (`<session>/subagents/agent-*.jsonl`)
+contradicts. Some files never get one (a file holding only a subagent's exchange, say):
+once such a file has been quiet (not modified) for the watcher's settle period
+(SETTLE_SECONDS, `watch_transcripts --settle`), it is stored as a one-shot import stores it,
+its sidechain lines as the session's messages; lines appended after that are read as new
+lines of that session. Subagent transcripts (`<session>/subagents/agent-*.jsonl`)
 attach to their parent session as they appear.
 """
 
@@ -21,7 +25,8 @@ import hashlib
 import logging
 import os
 import re
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
@@ -36,7 +41,7 @@ from ..models import Session
 from .importing import find_source_session, merge_tree, source_identity, store_imported
 from .importing.cuts import find_cuts
 
-__all__ = ["DEFAULT_ROOTS", "FileSync", "Watcher", "default_roots", "sync_file"]
+__all__ = ["DEFAULT_ROOTS", "SETTLE_SECONDS", "FileSync", "Watcher", "default_roots", "sync_file"]
 
 logger = logging.getLogger("sessions_app")
 
@@ -45,12 +50,15 @@ DEFAULT_ROOTS: Final = ("~/.claude/projects", "~/.codex/sessions")
 #: Bytes of a file's head whose hash tells a grown file from a replaced one.
 HEAD_BYTES: Final = 1024
 WATCHED: Final = frozenset({"claude_code", "codex"})
+#: A session file holding only sidechain lines is stored once quiet for this long (seconds).
+SETTLE_SECONDS: Final = 60.0
 _AGENT_FILE = re.compile(r"^agent-(.+)\.jsonl$")
 
 
 @dataclass(frozen=True)
 class FileSync:
-    """What one scan did with one file; `done` is false when it must be tried again.
+    """What one scan did with one file; `done` is false when it must be tried again
+    (`waiting`: it holds only sidechain lines so far and has not been quiet long enough).
 
     `added`, `updated` and `compactions` count the rows this scan wrote (messages appended,
     messages changed, compaction points made) in every session the file feeds, its inline
@@ -64,6 +72,7 @@ class FileSync:
     compactions: int = 0
     reread: bool = False
     done: bool = True
+    waiting: bool = False
 
 
 def default_roots() -> list[Path]:
@@ -95,12 +104,26 @@ def _walk(folder: Path) -> Iterator[Path]:
 
 
 class Watcher:
-    """Scans `roots` for `owner`, skipping files unchanged (size, mtime) since its last scan."""
+    """Scans `roots` for `owner`, skipping files unchanged (size, mtime) since its last scan.
 
-    def __init__(self, owner: AbstractBaseUser, roots: Iterable[Path]) -> None:
+    A session file of sidechain lines only is read again once it has been quiet (its mtime
+    at least `settle` seconds before `clock()`), and then stored.
+    """
+
+    def __init__(
+        self,
+        owner: AbstractBaseUser,
+        roots: Iterable[Path],
+        *,
+        settle: float = SETTLE_SECONDS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.owner = owner
         self.roots = list(roots)
+        self.settle = settle
+        self.clock = clock
         self._seen: dict[Path, tuple[int, int]] = {}
+        self._waiting: dict[Path, tuple[int, int]] = {}
 
     def scan(self) -> list[FileSync]:
         """One pass over every watched file; the files that changed something."""
@@ -113,11 +136,18 @@ class Watcher:
             signature = (stat.st_size, stat.st_mtime_ns)
             if self._seen.get(path) == signature:
                 continue
+            settled = self.clock() - stat.st_mtime >= self.settle
+            if self._waiting.get(path) == signature and not settled:
+                continue  # only sidechain lines, unchanged, not quiet long enough yet
             try:
-                result = sync_file(self.owner, path)
+                result = sync_file(self.owner, path, settled=settled)
             except Exception:  # one bad file must not stop the watcher
                 logger.exception("could not read transcript %s", path)
                 continue
+            if result.waiting:
+                self._waiting[path] = signature
+            else:
+                self._waiting.pop(path, None)
             if result.done:
                 self._seen[path] = signature
             if result.added or result.updated or result.compactions:
@@ -125,8 +155,13 @@ class Watcher:
         return changed
 
 
-def sync_file(owner: AbstractBaseUser, path: Path) -> FileSync:
-    """Read what is new in the transcript at `path` into its session."""
+def sync_file(owner: AbstractBaseUser, path: Path, *, settled: bool = False) -> FileSync:
+    """Read what is new in the transcript at `path` into its session.
+
+    A session file holding only sidechain lines so far waits for its main thread unless
+    `settled` (it has been quiet for the settle period): then it is stored as a one-shot
+    import stores it, and read on from its end.
+    """
     text = str(path)
     session = (
         Session.objects.filter(owner_id=owner.pk, source_path=text).order_by("created_at").first()
@@ -146,12 +181,17 @@ def sync_file(owner: AbstractBaseUser, path: Path) -> FileSync:
         cuts = find_cuts(data[: data.rfind(b"\n") + 1], fmt)
         if known is not None and start + cuts.end == known.source_offset:
             return FileSync(text)
+        cut = cuts.last
         if known is None and not cuts.main and not _AGENT_FILE.match(path.name):
-            return FileSync(text)  # only sidechain lines yet: wait for the main thread
+            if not settled:  # only sidechain lines yet: wait for the main thread
+                return FileSync(text, done=False, waiting=True)
+            # No main thread came: stored whole, so later lines are read from its end
+            # (from an earlier cut they would be parsed apart from the lines stored).
+            cut = cuts.end
         fingerprint = _fingerprint(file, start + cuts.end)
     reread = session is not None and known is None
     return _Sync(owner, path, fmt, known).run(
-        data, start, seq, cuts.last, cuts.end, fingerprint, previous=session, reread=reread
+        data, start, seq, cut, cuts.end, fingerprint, previous=session, reread=reread
     )
 
 

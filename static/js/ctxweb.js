@@ -26,6 +26,9 @@
     if (open && button.hasAttribute("hx-get") && !button.hasAttribute("data-loaded")) {
       button.setAttribute("data-loaded", "");
       if (window.htmx) {
+        // A button just swapped in gets its hx-get bound only when the swap settles: bind it
+        // now (htmx skips an element it already processed), or the event would be lost.
+        window.htmx.process(button);
         window.htmx.trigger(button, "ctx-load");
       }
     }

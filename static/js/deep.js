@@ -104,11 +104,15 @@
 
   // The live poll draws the whole history again after a compaction (live.js). A marker the
   // reader has just gone to (a job's "Compaction #n" link lands as its compaction arrives)
-  // is gone to again once the new history is in, instead of being scrolled away.
+  // is gone to again once the new history is in, instead of being scrolled away; and again
+  // when the open marker around it is loaded afresh (live.js keeps it open meanwhile).
   var recent = null;
   document.addEventListener("htmx:load", function (event) {
     if (!recent || Date.now() > recent.until) { return; }
-    if (event.target instanceof Element && event.target.id === "history") {
+    var target = event.target instanceof Element ? event.target : null;
+    var id = "compaction-" + recent.number;
+    if (target && (target.id === "history" || target.id === id ||
+        target.querySelector("#" + id))) {
       goTo(recent.number);
     }
   });

@@ -6,13 +6,15 @@
  * - a session page's poll says which tab is open (data-live-tabs), so the server answers
  *   with new history rows only when the history is on screen;
  * - rows already on the page are never appended twice;
- * - when the history is drawn again (after a compaction), the markers and rows that were
- *   open are opened again.
+ * - when the history is drawn again (the poll's answer after a compaction, or the open tab
+ *   reloaded after an action), the markers and rows that were open stay open: in the same
+ *   step as the swap, each open region keeps what it showed (a lazy one until its fresh copy
+ *   arrives), so nothing folds or flashes "Loading…" in between.
  */
 (function () {
   "use strict";
 
-  var reopen = null;
+  var kept = null;
 
   function isLive(elt) {
     return elt instanceof Element && elt.hasAttribute("data-live");
@@ -38,6 +40,41 @@
     });
   });
 
+  // What is open in `history`, about to be replaced: each open expander's region id and,
+  // for a lazy one (hx-get), the nodes it shows.
+  function keepOpen(history) {
+    var open = Array.prototype.slice.call(
+      history.querySelectorAll("button.expander[aria-expanded=true]"));
+    return {
+      history: history,
+      open: open.map(function (button) {
+        var id = button.getAttribute("aria-controls");
+        var region = id ? document.getElementById(id) : null;
+        var nodes = region && button.hasAttribute("hx-get") ?
+          Array.prototype.slice.call(region.childNodes) : null;
+        return { id: id, nodes: nodes };
+      })
+    };
+  }
+
+  // Right after the swap (same task: nothing is drawn in between), open again in the new
+  // history what was open. A lazy region shows its old nodes while it loads afresh.
+  function reopen() {
+    var history = document.getElementById("history");
+    if (!kept || !history || history === kept.history) { return; }
+    var open = kept.open;
+    kept = null;
+    open.forEach(function (item) {
+      if (!item.id) { return; }
+      var button = history.querySelector(
+        "button.expander[aria-expanded=false][aria-controls='" + item.id + "']");
+      var region = document.getElementById(item.id);
+      if (!button || !region) { return; }
+      if (item.nodes) { region.replaceChildren.apply(region, item.nodes); }
+      button.click();  // ctxweb.js opens it (and loads a lazy one)
+    });
+  }
+
   document.addEventListener("htmx:oobBeforeSwap", function (event) {
     var detail = event.detail || {};
     var target = detail.target;
@@ -47,24 +84,20 @@
         if (row.id && document.getElementById(row.id)) { row.remove(); }
       });
     }
-    if (target.id === "history") {
-      reopen = Array.prototype.slice.call(
-        target.querySelectorAll("button.expander[aria-expanded=true]")
-      ).map(function (button) { return button.getAttribute("aria-controls"); });
-    }
+    if (target.id === "history") { kept = keepOpen(target); }
   });
 
-  // htmx:load, not oobAfterSwap: the new buttons' hx-get is live only once htmx processed them.
-  document.addEventListener("htmx:load", function (event) {
-    if (!reopen || !(event.target instanceof Element) || event.target.id !== "history") {
+  // The open tab reloaded in place (ctxweb.js, after an action) while it shows the history.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var detail = event.detail || {};
+    var target = detail.target;
+    if (!(target instanceof Element) || target.id !== "tab-panel" || !detail.shouldSwap) {
       return;
     }
-    var ids = reopen;
-    reopen = null;
-    ids.forEach(function (id) {
-      var button = document.querySelector(
-        "#history button.expander[aria-expanded=false][aria-controls='" + id + "']");
-      if (button) { button.click(); }
-    });
+    var history = target.querySelector("#history");
+    if (history) { kept = keepOpen(history); }
   });
+
+  document.addEventListener("htmx:oobAfterSwap", reopen);
+  document.addEventListener("htmx:afterSwap", reopen);
 })();

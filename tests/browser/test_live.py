@@ -143,3 +143,101 @@ def test_no_polling_while_the_tab_is_hidden(
     page.wait_for_timeout(500)
     assert len([url for url in watch.requests if "/changes/" in url]) == asked + 1
     assert watch.errors == []
+
+
+#: Records, from now on, every moment the summary region `id` is not showing a summary:
+#: folded, or back on "Loading summary…" (each DOM change is checked once it is done).
+_WATCH_SUMMARY = """id => {
+  window.__summaryGone = [];
+  const check = () => {
+    const region = document.getElementById(id);
+    if (!region || region.hidden || !region.querySelector('.summary-text')) {
+      const state = region && region.hidden ? 'folded' : region && region.textContent.trim();
+      window.__summaryGone.push(state || 'missing');
+    }
+  };
+  new MutationObserver(check).observe(
+    document.body, {subtree: true, childList: true, attributes: true});
+}"""
+#: Marks the history on the page, so that a test can wait for it to be drawn again.
+_MARK_HISTORY = "() => { document.getElementById('history').dataset.drawnBefore = '1'; }"
+_HISTORY_REDRAWN = (
+    "() => { const h = document.getElementById('history'); return h && !h.dataset.drawnBefore; }"
+)
+
+
+_VISIBILITY = (
+    "state => Object.defineProperty(document, 'visibilityState', "
+    "{value: state, configurable: true})"
+)
+_VISIBILITY_SHOWN = (
+    "() => { Object.defineProperty(document, 'visibilityState', "
+    "{value: 'visible', configurable: true}); "
+    "document.dispatchEvent(new Event('visibilitychange')); }"
+)
+
+
+def _redrawn(page: Any, redraw: str) -> None:
+    """Run `redraw` in the page and wait until the history is drawn again and settled."""
+    page.evaluate(_MARK_HISTORY)
+    page.evaluate(redraw)
+    page.wait_for_function(_HISTORY_REDRAWN)
+    wait_for_htmx_idle(page)
+
+
+def test_an_open_summary_stays_shown_while_the_history_is_drawn_again(
+    page: Any, live_server: Any, browser_session: Any, watch: Watch
+) -> None:
+    """Both ways the history is drawn again (the open tab reloaded after an action, the live
+    poll after a compaction) keep an open summary on screen: it neither folds nor goes back
+    to "Loading summary…" until its fresh copy arrives."""
+    from django.db.models import F
+
+    from sessions_app.models import Session
+
+    session = browser_session.session
+    outer = browser_session.outer.number
+    login(page, live_server.url)
+    page.goto(f"{live_server.url}/sessions/{session.pk}/")
+    page.wait_for_selector("#history")
+    page.locator(f"#compaction-{outer} > .marker-row button.expander:not([data-originals])").click()
+    page.locator(f"#c{outer}-summary .summary-text").wait_for()
+    wait_for_htmx_idle(page)
+    page.evaluate(_WATCH_SUMMARY, f"c{outer}-summary")
+
+    _redrawn(page, "() => htmx.trigger(document.body, 'session-changed')")
+    # Existing entries changed (as after a compaction): the live poll draws the history anew.
+    # The page is hidden meanwhile, so that no poll reads while the test writes (SQLite).
+    page.evaluate(_VISIBILITY, "hidden")
+    wait_for_htmx_idle(page)
+    Session.objects.filter(pk=session.pk).update(
+        version=F("version") + 1, context_revision=F("context_revision") + 1
+    )
+    _redrawn(page, _VISIBILITY_SHOWN)  # shown again: live.js polls at once
+
+    assert page.evaluate("window.__summaryGone") == []
+    assert page.locator(f"#c{outer}-summary .summary-text").is_visible()
+    assert watch.errors == []
+
+
+def test_a_marker_opened_before_htmx_processed_it_loads(
+    page: Any, live_server: Any, browser_session: Any, watch: Watch
+) -> None:
+    """A Summary clicked while the redrawn history is still settling (htmx binds the new
+    buttons' requests only then) loads all the same."""
+    session = browser_session.session
+    outer = browser_session.outer.number
+    login(page, live_server.url)
+    page.goto(f"{live_server.url}/sessions/{session.pk}/")
+    page.wait_for_selector("#history")
+    page.evaluate("() => { htmx.config.defaultSettleDelay = 5000; }")
+    page.evaluate(_MARK_HISTORY)
+    page.evaluate("() => htmx.trigger(document.body, 'session-changed')")
+    page.wait_for_function(_HISTORY_REDRAWN)
+    assert page.locator("#history.htmx-added, #history .htmx-added").count() > 0  # unsettled
+
+    page.locator(f"#compaction-{outer} > .marker-row button.expander:not([data-originals])").click()
+
+    page.locator(f"#c{outer}-summary .summary-text").wait_for(timeout=3000)
+    wait_for_htmx_idle(page)
+    assert watch.errors == []

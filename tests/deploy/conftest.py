@@ -7,6 +7,7 @@ file or a throwaway PostgreSQL database (created here, dropped afterwards).
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import secrets
@@ -156,6 +157,90 @@ def processes(tmp_path: Path) -> Iterator[Processes]:
         yield group
     finally:
         group.stop_all()
+
+
+# --- gunicorn ---------------------------------------------------------------------------
+
+#: The production server as deployed (docs/deployment.md).
+GUNICORN = [PYTHON, "-m", "gunicorn", "-c", "ctxweb/gunicorn.conf.py"]
+#: Headers of a request that came through the TLS-terminating reverse proxy.
+PROXIED = {"Host": "127.0.0.1", "X-Forwarded-Proto": "https"}
+
+
+def health_status(port: int) -> int | None:
+    """The status of `GET /api/health` as the reverse proxy forwards it; None: no answer."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", "/api/health", headers=PROXIED)
+        return connection.getresponse().status
+    except OSError:
+        return None
+    finally:
+        connection.close()
+
+
+@dataclass(frozen=True)
+class Served:
+    """A running gunicorn: its port, its environment, its process and, when a user was
+    seeded, that user's API key."""
+
+    port: int
+    env: dict[str, str]
+    process: subprocess.Popen[bytes]
+    key: str = ""
+
+
+@dataclass(frozen=True)
+class Gunicorn:
+    """`gunicorn(DATABASE_URL, ...)` starts ctxweb's production server for a test (see
+    `__call__`); it is stopped with the test's other processes."""
+
+    processes: Processes
+    data_dir: Path
+
+    def __call__(
+        self,
+        database_url: str,
+        *,
+        workers: int = 1,
+        migrate: bool = True,
+        collectstatic: bool = False,
+        seed_user: str = "",
+        healthy: bool = True,
+        **settings: str,
+    ) -> Served:
+        """Production settings (`settings`: more environment variables) on a free port:
+        migrate (and collectstatic) first, seed a user with an API key when `seed_user`
+        names one, then wait until `/api/health` answers 200 (any status unless `healthy`).
+        Fails with gunicorn's log when it exits instead."""
+        port = free_port()
+        env = production_env(
+            self.data_dir,
+            DATABASE_URL=database_url,
+            CTXWEB_BIND=f"127.0.0.1:{port}",
+            CTXWEB_WEB_WORKERS=str(workers),
+            **settings,
+        )
+        if migrate:
+            manage(env, "migrate", "--no-input", "-v", "0")
+        if collectstatic:
+            manage(env, "collectstatic", "--no-input", "-v", "0")
+        key = str(shell_call(env, "seed_user", seed_user)["key"]) if seed_user else ""
+        server = self.processes.start("gunicorn", GUNICORN, env)
+
+        def answers() -> bool:
+            status = health_status(port)
+            return status == 200 if healthy else status is not None
+
+        wait_for(lambda: answers() or server.poll() is not None, 60, "gunicorn to answer")
+        assert server.poll() is None, self.processes.log("gunicorn")[-3000:]
+        return Served(port, env, server, key)
+
+
+@pytest.fixture
+def gunicorn(tmp_path: Path, processes: Processes) -> Gunicorn:
+    """Start ctxweb under gunicorn with `gunicorn(DATABASE_URL, ...)` (Gunicorn.__call__)."""
+    return Gunicorn(processes, tmp_path)
 
 
 # --- PostgreSQL -------------------------------------------------------------------------

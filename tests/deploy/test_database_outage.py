@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 from .conftest import (
-    PYTHON,
+    Gunicorn,
     Processes,
     free_port,
     manage,
@@ -112,31 +112,11 @@ def _get(port: int, path: str, headers: dict[str, str]) -> tuple[int, str, Any]:
         connection.close()
 
 
-def _answers(port: int) -> bool:
-    try:
-        _get(port, "/api/health", {"X-Forwarded-Proto": "https"})
-    except OSError:
-        return False
-    return True
-
-
 @pytest.fixture
-def server_without_database(tmp_path: Path, processes: Processes) -> int:
+def server_without_database(gunicorn: Gunicorn) -> int:
     """gunicorn (production settings) whose database does not answer; its port."""
-    port = free_port()
     nowhere = f"postgresql://ctxweb@127.0.0.1:{free_port()}/ctxweb"  # nothing listens there
-    env = production_env(
-        tmp_path,
-        DATABASE_URL=nowhere,
-        CTXWEB_BIND=f"127.0.0.1:{port}",
-        CTXWEB_WEB_WORKERS="1",
-    )
-    server = processes.start(
-        "gunicorn", [PYTHON, "-m", "gunicorn", "-c", "ctxweb/gunicorn.conf.py"], env
-    )
-    wait_for(lambda: _answers(port) or server.poll() is not None, 60, "gunicorn to answer")
-    assert server.poll() is None, processes.log("gunicorn")[-3000:]
-    return port
+    return gunicorn(nowhere, migrate=False, healthy=False).port
 
 
 HTTPS = {"X-Forwarded-Proto": "https"}

@@ -10,20 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import (
-    PYTHON,
-    Processes,
-    free_port,
-    manage,
-    production_env,
-    query,
-    shell_call,
-    wait_for,
-)
+from .conftest import PROXIED, Gunicorn, Processes, query, wait_for
 
 pytestmark = pytest.mark.slow
-
-PROXIED = {"Host": "127.0.0.1", "X-Forwarded-Proto": "https"}
 
 
 def _get(port: int, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
@@ -36,31 +25,10 @@ def _get(port: int, path: str, headers: dict[str, str]) -> tuple[int, dict[str, 
         connection.close()
 
 
-def _answers(port: int) -> bool:
-    try:
-        return _get(port, "/api/health", PROXIED)[0] == 200
-    except OSError:
-        return False
-
-
 def test_gunicorn_serves_the_app_and_whitenoise_the_static_files(
-    tmp_path: Path, processes: Processes
+    tmp_path: Path, gunicorn: Gunicorn, processes: Processes
 ) -> None:
-    port = free_port()
-    env = production_env(
-        tmp_path,
-        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        CTXWEB_BIND=f"127.0.0.1:{port}",
-        CTXWEB_WEB_WORKERS="2",
-    )
-    manage(env, "migrate", "--no-input", "-v", "0")
-    manage(env, "collectstatic", "--no-input", "-v", "0")
-
-    server = processes.start(
-        "gunicorn", [PYTHON, "-m", "gunicorn", "-c", "ctxweb/gunicorn.conf.py"], env
-    )
-    wait_for(lambda: _answers(port) or server.poll() is not None, 60, "gunicorn to answer")
-    assert server.poll() is None, processes.log("gunicorn")[-3000:]
+    port = gunicorn(f"sqlite:///{tmp_path / 'db.sqlite3'}", workers=2, collectstatic=True).port
 
     status, headers, body = _get(port, "/api/health", PROXIED)
     health = json.loads(body)
@@ -97,27 +65,15 @@ def test_gunicorn_serves_the_app_and_whitenoise_the_static_files(
 
 @pytest.mark.postgres
 def test_under_asgi_postgresql_connections_stay_within_the_pool(
-    tmp_path: Path, processes: Processes, pg_database: str
+    gunicorn: Gunicorn, pg_database: str
 ) -> None:
     """Each ASGI request runs in a thread of its own: with persistent connections every
     request left one open (until the garbage collector ran) and a busy server exhausted
     PostgreSQL's max_connections. The pool bounds them, whatever CTXWEB_CONN_MAX_AGE says."""
-    port = free_port()
-    env = production_env(
-        tmp_path,
-        DATABASE_URL=pg_database,
-        CTXWEB_BIND=f"127.0.0.1:{port}",
-        CTXWEB_WEB_WORKERS="1",
-        CTXWEB_CONN_MAX_AGE="60",
-        CTXWEB_DB_POOL_SIZE="3",
+    served = gunicorn(
+        pg_database, seed_user="pooled", CTXWEB_CONN_MAX_AGE="60", CTXWEB_DB_POOL_SIZE="3"
     )
-    manage(env, "migrate", "--no-input", "-v", "0")
-    key = shell_call(env, "seed_user", "pooled")["key"]
-    server = processes.start(
-        "gunicorn", [PYTHON, "-m", "gunicorn", "-c", "ctxweb/gunicorn.conf.py"], env
-    )
-    wait_for(lambda: _answers(port) or server.poll() is not None, 60, "gunicorn to answer")
-    assert server.poll() is None, processes.log("gunicorn")[-3000:]
+    port, key = served.port, served.key
 
     name = pg_database.rsplit("/", 1)[1]
     count = (

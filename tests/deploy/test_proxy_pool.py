@@ -6,18 +6,15 @@ from __future__ import annotations
 import http.client
 import json
 import threading
-from pathlib import Path
 
 import pytest
 
 from tests.support.fake_anthropic import Reply
 from tests.support.fake_streaming import StreamingAnthropic
 
-from .conftest import PYTHON, Processes, free_port, manage, production_env, shell_call, wait_for
+from .conftest import PROXIED, Gunicorn, Processes
 
 pytestmark = pytest.mark.slow
-
-PROXIED = {"Host": "127.0.0.1", "X-Forwarded-Proto": "https"}
 
 
 def _post(port: int, key: str, text: str) -> int:
@@ -37,20 +34,9 @@ def _post(port: int, key: str, text: str) -> int:
         connection.close()
 
 
-def _health(port: int) -> bool:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    try:
-        connection.request("GET", "/api/health", headers=PROXIED)
-        return connection.getresponse().status == 200
-    except OSError:
-        return False
-    finally:
-        connection.close()
-
-
 @pytest.mark.postgres
 def test_requests_waiting_on_upstream_hold_no_pooled_connection(
-    tmp_path: Path, processes: Processes, pg_database: str
+    gunicorn: Gunicorn, processes: Processes, pg_database: str
 ) -> None:
     """A pool of one connection and three requests whose upstream answers after 3 s: each
     request stores its conversation, then waits on upstream without the connection, so all
@@ -58,24 +44,15 @@ def test_requests_waiting_on_upstream_hold_no_pooled_connection(
     than CTXWEB_DB_POOL_TIMEOUT and were refused with a 503)."""
     with StreamingAnthropic() as upstream:
         upstream.script(*[Reply(content=[{"type": "text", "text": "ok"}], delay=3)] * 3)
-        port = free_port()
-        env = production_env(
-            tmp_path,
-            DATABASE_URL=pg_database,
-            CTXWEB_BIND=f"127.0.0.1:{port}",
-            CTXWEB_WEB_WORKERS="1",
+        served = gunicorn(
+            pg_database,
+            seed_user="pooled",
             CTXWEB_DB_POOL_SIZE="1",
             CTXWEB_DB_POOL_TIMEOUT="1",
             CTXWEB_UPSTREAM_ANTHROPIC_URL=upstream.base_url,
             CTXWEB_UPSTREAM_ANTHROPIC_API_KEY="sk-ant-server-key",
         )
-        manage(env, "migrate", "--no-input", "-v", "0")
-        key = shell_call(env, "seed_user", "pooled")["key"]
-        server = processes.start(
-            "gunicorn", [PYTHON, "-m", "gunicorn", "-c", "ctxweb/gunicorn.conf.py"], env
-        )
-        wait_for(lambda: _health(port) or server.poll() is not None, 60, "gunicorn to answer")
-        assert server.poll() is None, processes.log("gunicorn")[-3000:]
+        port, key = served.port, served.key
 
         statuses: list[int] = []
         threads = [

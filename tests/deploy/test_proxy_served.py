@@ -13,15 +13,7 @@ import pytest
 from tests.support.fake_anthropic import Reply
 from tests.support.fake_streaming import StreamingAnthropic
 
-from .conftest import (
-    PYTHON,
-    Processes,
-    free_port,
-    manage,
-    production_env,
-    shell_call,
-    wait_for,
-)
+from .conftest import Gunicorn, shell_call
 
 pytestmark = pytest.mark.slow
 
@@ -32,37 +24,16 @@ def upstream() -> Iterator[StreamingAnthropic]:
         yield fake
 
 
-def _answers(port: int) -> bool:
-    try:
-        response = httpx.get(
-            f"http://127.0.0.1:{port}/api/health",
-            headers={"Host": "127.0.0.1", "X-Forwarded-Proto": "https"},
-            timeout=5,
-        )
-    except httpx.HTTPError:
-        return False
-    return response.status_code == 200
-
-
 def test_gunicorn_streams_proxied_answers_as_they_come(
-    tmp_path: Path, processes: Processes, upstream: StreamingAnthropic
+    tmp_path: Path, gunicorn: Gunicorn, upstream: StreamingAnthropic
 ) -> None:
-    port = free_port()
-    env = production_env(
-        tmp_path,
-        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        CTXWEB_BIND=f"127.0.0.1:{port}",
-        CTXWEB_WEB_WORKERS="1",
+    served = gunicorn(
+        f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        seed_user="proxied",
         CTXWEB_UPSTREAM_ANTHROPIC_URL=upstream.base_url,
         CTXWEB_UPSTREAM_ANTHROPIC_API_KEY="sk-ant-server",
     )
-    manage(env, "migrate", "--no-input", "-v", "0")
-    key = shell_call(env, "seed_user", "proxied")["key"]
-    server = processes.start(
-        "gunicorn", [PYTHON, "-m", "gunicorn", "-c", "ctxweb/gunicorn.conf.py"], env
-    )
-    wait_for(lambda: _answers(port) or server.poll() is not None, 60, "gunicorn to answer")
-    assert server.poll() is None, processes.log("gunicorn")[-3000:]
+    port, env, key = served.port, served.env, served.key
 
     upstream.event_delay = 0.15
     upstream.script(Reply.text("streamed through gunicorn"))

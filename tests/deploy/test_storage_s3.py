@@ -122,6 +122,34 @@ def test_no_stored_object_is_replaced_on_s3(s3_storage: Any) -> None:
     assert len(_keys(s3_storage)) == 2
 
 
+def test_no_archive_or_blob_is_replaced_with_the_backends_default_file_overwrite(
+    settings: Any, s3_endpoint: str, bucket: Any
+) -> None:
+    """django-storages' S3 backend replaces a taken name unless `file_overwrite` is false:
+    ctxweb checks for a taken name itself."""
+    from datetime import UTC, datetime
+
+    from sessions_app.services.archives import ArchiveHeader, write_archive
+    from sessions_app.storage import DjangoStorageBlobStore
+
+    options = {k: v for k, v in _options(s3_endpoint).items() if k != "file_overwrite"}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": options},
+    }
+    header = ArchiveHeader("s1", 3, datetime(2026, 5, 1, tzinfo=UTC), "manual")
+    first = write_archive(header, [])
+    second = write_archive(header, [])
+    store = DjangoStorageBlobStore("offload/s1")
+    store.write("tool-result-a.md", b"first")
+    store.write("tool-result-a.md", b"second")
+
+    assert first != second
+    assert {first, second} <= set(_keys(bucket))
+    assert store.read("tool-result-a.md") == b"first"
+    assert len(_keys(bucket)) == 4
+
+
 @pytest.mark.slow
 def test_the_storage_is_configured_from_the_environment(
     tmp_path: Path, s3_endpoint: str, bucket: Any

@@ -93,6 +93,24 @@ def test_write_never_replaces_a_blob(tmp_path: Path) -> None:
     assert Path(second).read_bytes() == b"second"
 
 
+class _Replacing(FileSystemStorage):
+    """A storage that saves under the name given even when it is taken, replacing the file
+    (django-storages' S3 backend unless `file_overwrite` is false)."""
+
+    def __init__(self, location: str) -> None:
+        super().__init__(location=location, allow_overwrite=True)
+
+
+def test_write_never_replaces_a_blob_on_a_storage_that_would(tmp_path: Path) -> None:
+    store = _blob_store(tmp_path, _Replacing)
+    first = store.write("compact-1.json", b"first")
+    second = store.write("compact-1.json", b"second")
+
+    assert first != second
+    assert Path(first).read_bytes() == b"first"
+    assert Path(second).read_bytes() == b"second"
+
+
 def test_offloading_after_a_racing_writer_takes_the_next_name(tmp_path: Path) -> None:
     """The engine's exists check passes, yet the name is taken when the file is written: the
     existing file stays and the reference names the file that holds this content."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ...services.watching import DEFAULT_ROOTS, Watcher, default_roots
+from ...services.watching import DEFAULT_ROOTS, SETTLE_SECONDS, Watcher, default_roots
 from ..cli import resolve_user
 
 
@@ -27,6 +27,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--interval", type=float, default=2.0, help="seconds between scans (default 2)"
         )
+        parser.add_argument(
+            "--settle",
+            type=float,
+            default=SETTLE_SECONDS,
+            help="seconds a session file holding only sidechain lines must stay unmodified "
+            f"before it is stored without its main thread (default {SETTLE_SECONDS:g})",
+        )
         parser.add_argument("--once", action="store_true", help="scan once and exit")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -36,7 +43,9 @@ class Command(BaseCommand):
             raise CommandError(f"nothing to watch: none of {', '.join(DEFAULT_ROOTS)} exists")
         if options["interval"] <= 0:
             raise CommandError("--interval must be a positive number of seconds")
-        watcher = Watcher(user, roots)
+        if options["settle"] < 0:
+            raise CommandError("--settle must be zero or a positive number of seconds")
+        watcher = Watcher(user, roots, settle=options["settle"])
         self.stdout.write(f"watching {', '.join(str(r) for r in roots)} for {user}")
         while True:
             for result in watcher.scan():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -121,6 +122,25 @@ def test_a_missing_archive_is_unavailable() -> None:
         read_archive(Compaction(number=1))
     with pytest.raises(ArchiveUnavailable, match="could not read"):
         read_archive(compaction_at(f"archives/{SESSION}/gone.json"))
+
+
+def test_an_archive_never_replaces_a_stored_one(settings: Any, tmp_path: Path) -> None:
+    """Even on a storage that replaces a taken name when asked to save under it (as
+    django-storages' S3 backend does unless `file_overwrite` is false)."""
+    replacing = {"location": str(tmp_path), "allow_overwrite": True}
+    backend = "django.core.files.storage.FileSystemStorage"
+    settings.STORAGES = {**settings.STORAGES, "default": {"BACKEND": backend, "OPTIONS": replacing}}
+    header = ArchiveHeader(SESSION, 3, WHEN, "manual")
+
+    first = write_archive(header, [entry(0)])
+    second = write_archive(header, [entry(1)])
+
+    assert first != second
+    assert read_archive(compaction_at(first)).entries == (entry(0),)
+    assert read_archive(compaction_at(second)).entries == (entry(1),)
+    assert sorted(path.name for path in (tmp_path / "archives" / SESSION).iterdir()) == sorted(
+        [Path(first).name, Path(second).name]
+    )
 
 
 def test_a_storage_that_refuses_the_write_is_unavailable(monkeypatch: Any) -> None:

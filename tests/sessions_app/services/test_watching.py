@@ -352,3 +352,55 @@ def test_a_file_that_starts_with_sidechain_lines_waits_for_its_main_thread(
     [(role, prompt), (reply_role, _)] = _child_history(user)
     assert (role, reply_role) == ("user", "assistant")
     assert "Look around" in prompt
+
+
+class _Clock:
+    """A clock the test moves: `now` seconds since the epoch."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_file_of_sidechain_lines_only_is_stored_once_quiet_for_the_settle_period(
+    user: Any, tmp_path: Path
+) -> None:
+    target = tmp_path / "watched" / "s.jsonl"
+    target.parent.mkdir()
+    target.write_text(jsonl(*_SIDECHAIN))
+    clock = _Clock(target.stat().st_mtime + 1)
+    watcher = Watcher(user, [target.parent], settle=60, clock=clock)
+
+    assert watcher.scan() == []  # it may still get its main thread
+    clock.now += 58
+    assert watcher.scan() == []
+    assert not Session.objects.filter(owner=user).exists()
+    clock.now += 1  # quiet for 60 s, the file itself unchanged
+    [sync] = watcher.scan()
+
+    [session] = Session.objects.filter(owner=user)
+    assert _history(session) == _history(_reference(target))  # as a one-shot import
+    assert (sync.added, sync.compactions) == _totals(user) == (2, 0)
+    assert watcher.scan() == []
+
+
+def test_lines_after_a_stored_sidechain_only_file_are_added_to_its_session_once(
+    user: Any, tmp_path: Path
+) -> None:
+    target = tmp_path / "watched" / "s.jsonl"
+    target.parent.mkdir()
+    target.write_text(jsonl(*_SIDECHAIN))
+    [stored] = Watcher(user, [target.parent], settle=0).scan()
+    with open(target, "a") as file:
+        file.write(jsonl(*_MAIN_START, *_MAIN_END))
+
+    [grown] = Watcher(user, [target.parent], settle=0).scan()  # a restarted watcher
+
+    assert grown.session_id == stored.session_id
+    assert grown.added == 4
+    [session] = Session.objects.filter(owner=user)
+    contents = [m.content for m in Message.objects.filter(session=session).order_by("seq")]
+    assert contents[:3] == ["Look around", [text("Two files.")], "Explore the repository"]
+    assert len(contents) == 6
