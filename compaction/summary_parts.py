@@ -142,6 +142,9 @@ class PartedSummary:
         listed = replace(final, required_identifiers=("x",))
         budget = transcript_budget(listed, self.policy.summary_input_limit, self.encoding)
         room = budget - sum(message_costs(final.messages, self.encoding, counts))
+        lines = [f"- {identifier}\n" for identifier in identifiers]
+        if sum(len(line.encode("utf-8", "surrogatepass")) for line in lines) + len(lines) <= room:
+            return tuple(identifiers)  # a token covers a byte at least: every line fits
         kept: list[str] = []
         for identifier in identifiers:
             cost = count_text_tokens(f"- {identifier}\n", self.encoding) + 1
