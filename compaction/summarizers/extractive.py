@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any, Final
 
 from ..messages import (
@@ -60,6 +61,10 @@ _ERROR_LINE: Final = re.compile(
     re.IGNORECASE,
 )
 _TODO_LINE: Final = re.compile(r"\b(?:TODO|FIXME|next steps?|still need|remaining)\b", re.I)
+_TODO_WORDS: Final = ("todo", "fixme", "next step", "still need", "remaining")
+_ERROR_NAME: Final = re.compile(r"^\s*[\w.]*(?:Error|Exception)\b")
+_LOWER_WORD: Final = re.compile(r"[a-z]+")
+_CAMEL_JOINT: Final = re.compile(r"([a-z])([A-Z])")
 #: Operations that say only that a path came up, shown when nothing else is known.
 _WEAK_OPERATIONS: Final = ("mentioned", "touched")
 # Priorities (lower is kept first): the original goal; the current request, todo list,
@@ -174,7 +179,7 @@ class _Collector:
         self.text_mentions(order, text)
 
     def text_mentions(self, order: int, text: str) -> None:
-        if _TODO_LINE.search(text):
+        if _may_hold_todo(text) and _TODO_LINE.search(text):
             for line in text.splitlines():
                 if _TODO_LINE.search(line):
                     self.add(STATE, f"- Open item: {self.clip(line, 0.7)}", _KEEP, order)
@@ -245,8 +250,8 @@ class _Collector:
         for path, operations in self.files.items():
             shown = [op for op in operations if op not in _WEAK_OPERATIONS] or operations[:1]
             priority = _MENTION if shown == ["mentioned"] else _DETAIL
-            line = Line(FILES, f"- {path}: {', '.join(shown)}", priority, self.file_order[path])
-            self.lines.append(replace(line, path=path))
+            text = f"- {path}: {', '.join(shown)}"
+            self.lines.append(Line(FILES, text, priority, self.file_order[path], path))
         if self.tool_counts:
             counts = ", ".join(
                 f"{name} x{calls}" + (f" ({failed} failed)" if failed else "")
@@ -269,21 +274,36 @@ class _Collector:
 
 def _operation(name: str, tool_input: Mapping[str, Any]) -> str:
     """What a call does to the files it names: from its command's first word, else its name."""
-    candidates = []
     command = tool_input.get("command")
     if isinstance(command, str) and command.strip():
-        candidates.append(_words(command.split(maxsplit=1)[0]))
-    candidates.append(_words(name))
-    for words in candidates:
-        for keys, operation in _OPERATIONS:
-            if words & keys:
-                return operation
-    return "used"
+        operation = _word_operation(command.split(maxsplit=1)[0])
+        if operation is not None:
+            return operation
+    return _word_operation(name) or "used"
+
+
+@lru_cache(maxsize=1024)
+def _word_operation(text: str) -> str | None:
+    """The operation the words of a tool name or command name (`_OPERATIONS`), if any."""
+    words = _words(text)
+    for keys, operation in _OPERATIONS:
+        if words & keys:
+            return operation
+    return None
 
 
 def _words(text: str) -> set[str]:
     """Lowercase words of an identifier or command: `MultiEdit` -> {multi, edit}."""
-    return set(re.findall(r"[a-z]+", re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower()))
+    return set(_LOWER_WORD.findall(_CAMEL_JOINT.sub(r"\1 \2", text).lower()))
+
+
+def _may_hold_todo(text: str) -> bool:
+    """False only when `_TODO_LINE` cannot match: an ASCII text without its words in any
+    case (a quick test before the regex, which is slow on long texts)."""
+    if not text.isascii():
+        return True
+    lowered = text.lower()
+    return any(word in lowered for word in _TODO_WORDS)
 
 
 def _paths_in(text: str) -> Iterable[str]:
@@ -318,7 +338,7 @@ def _argument(tool_input: Mapping[str, Any]) -> str:
 def _error_line(text: str) -> str:
     """The line that names the error: the last `...Error:` line of a traceback, else the first."""
     lines = [line for line in text.splitlines() if line.strip()]
-    named = [line for line in lines if re.match(r"^\s*[\w.]*(?:Error|Exception)\b", line)]
+    named = [line for line in lines if _ERROR_NAME.match(line)]
     return named[-1] if named else (lines[0] if lines else "")
 
 
