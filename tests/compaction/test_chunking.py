@@ -8,7 +8,7 @@ import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compaction import chunking
+from compaction import transcript_costs
 from compaction.chunking import (
     chunk_messages,
     cut_to_fit,
@@ -288,5 +288,5 @@ def _recorded_encodes(monkeypatch) -> list[str]:
         return original(self, text)
 
     monkeypatch.setattr(tiktoken.Encoding, "encode_ordinary", recording)
-    chunking._short_tokens.cache_clear()
+    transcript_costs._short_tokens.cache_clear()
     return encoded
