@@ -45,6 +45,7 @@ __all__ = [
     "get_encoding",
     "message_token_counts",
     "message_tokens",
+    "rewritten_message_tokens",
 ]
 
 logger = logging.getLogger(__name__)
@@ -234,6 +235,41 @@ def message_tokens(message: Mapping[str, Any], encoding: str | None = None) -> i
     lenient: unknown block types are skipped with a warning (docs/behaviour.md#token-counting).
     """
     return _message_count(message, get_encoding(encoding).encode_ordinary, "message")
+
+
+def rewritten_message_tokens(
+    old: Mapping[str, Any], old_tokens: int, new: Mapping[str, Any], encoding: str | None = None
+) -> int:
+    """`message_tokens(new)`, for `new` made from `old` (of `old_tokens` tokens) by dropping,
+    adding or replacing content blocks, the others kept as the same objects.
+
+    A message's tokens are the sum of its blocks', so only the blocks dropped and added are
+    encoded, or the blocks of `new` when they are fewer characters than those dropped (a
+    tool call dropped from a long text, a long tool result cut to a preview).
+    """
+    encode = get_encoding(encoding).encode_ordinary
+    before, after = old.get("content"), new.get("content")
+    if not isinstance(before, list) or not isinstance(after, list):
+        return _message_count(new, encode, "message")
+    old_ids = {id(block) for block in before}
+    new_ids = {id(block) for block in after}
+    if len(old_ids) < len(before) or len(new_ids) < len(after):  # a block listed twice
+        return _blocks_count(after, encode)
+    dropped = [block for block in before if id(block) not in new_ids]
+    added = [block for block in after if id(block) not in old_ids]
+    if _rough_size(dropped) + _rough_size(added) >= _rough_size(after):
+        return _blocks_count(after, encode)
+    return old_tokens - _blocks_count(dropped, encode) + _blocks_count(added, encode)
+
+
+def _rough_size(blocks: Iterable[Any]) -> int:
+    """About how many characters counting `blocks` encodes (to choose what to count)."""
+    size = 0
+    for block in blocks:
+        if isinstance(block, Mapping):
+            for value in block.values():
+                size += len(value) if isinstance(value, str) else 16
+    return size
 
 
 def message_token_counts(
