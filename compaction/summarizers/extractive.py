@@ -309,10 +309,17 @@ def _may_hold_todo(text: str) -> bool:
 def _paths_in(text: str) -> Iterable[str]:
     """File paths written in free text: words that look like `dir/name.ext` or `name.py`."""
     for word in text.split():
-        if "/" in word or "." in word:
-            candidate = word.strip(_EDGE_PUNCTUATION).rstrip(".")
-            if _PATH_TOKEN.fullmatch(candidate):
-                yield candidate
+        if "." in word:  # every path `_PATH_TOKEN` matches has one
+            path = _word_path(word)
+            if path is not None:
+                yield path
+
+
+@lru_cache(maxsize=4096)
+def _word_path(word: str) -> str | None:
+    """The path a word of free text names, without its edge punctuation; None if none."""
+    candidate = word.strip(_EDGE_PUNCTUATION).rstrip(".")
+    return candidate if _PATH_TOKEN.fullmatch(candidate) else None
 
 
 def _input_paths(tool_input: Mapping[str, Any]) -> Iterable[str]:

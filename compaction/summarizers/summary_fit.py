@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 
 from ..tokens import get_encoding
@@ -102,14 +103,14 @@ def fit(
         return costs[index]
 
     sections = _rendered_sections(lines)
-    fixed = sum(len(encode(f"{section}:\n- none\n")) + _NOTE_RESERVE for section in sections)
+    fixed = sum(_count(f"{section}:\n- none\n", encoding) + _NOTE_RESERVE for section in sections)
     budget = max_tokens - fixed
     ranked = sorted(range(len(lines)), key=lambda i: (lines[i].priority, -lines[i].order))
     chosen: set[int] = set()
     required = [i for i in ranked if lines[i].section == KEY_IDENTIFIERS]
     spent = _take(required, budget, cost, chosen)
     shared = budget - spent
-    files = _Files(lines, [i for i in ranked if lines[i].path is not None], encode)
+    files = _Files(lines, [i for i in ranked if lines[i].path is not None], encoding)
     for section, share in _SHARES.items():
         if section == FILES:
             spent += files.take(int(shared * share), cost, chosen)
@@ -140,14 +141,12 @@ class _Files:
     """The file lines: the best have a line of their own, the next are listed on the
     `OLDER_FILES` line (a path costs less than a line), so more paths fit."""
 
-    def __init__(
-        self, lines: Sequence[Line], ranked: list[int], encode: Callable[[str], list[int]]
-    ) -> None:
+    def __init__(self, lines: Sequence[Line], ranked: list[int], encoding: str | None) -> None:
         self.lines = lines
         self.ranked = ranked
         self.all = set(ranked)
-        self.costs = [len(encode(str(lines[i].path))) + 1 for i in ranked]
-        self.header = len(encode(OLDER_FILES)) + 1
+        self.costs = [_count(str(lines[i].path), encoding) + 1 for i in ranked]
+        self.header = _count(OLDER_FILES, encoding) + 1
         self.older: list[str] = []
         self.listed = 0  # ranked[:full] have lines, ranked[full:listed] are on the list
         self.full = 0
@@ -178,6 +177,12 @@ class _Files:
             used += self.costs[self.listed]
             self.listed += 1
         return used if len(self.older) > start else 0
+
+
+@lru_cache(maxsize=8192)
+def _count(text: str, encoding: str | None) -> int:
+    """Tokens of a path or a heading: the same ones recur in every summary of a run."""
+    return len(get_encoding(encoding).encode_ordinary(text))
 
 
 def _take(
