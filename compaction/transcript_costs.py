@@ -126,8 +126,8 @@ def _costed(layout: _Layout, count: int, name: str) -> int:
         if not start and window and _opens(window[-1], text):
             total += _tokens("".join(window), name)  # a cut at the junction: see _opens
             window = []
-        cut = _first_cut(text, start, end)
-        if cut < 0:  # no cut inside: the whole piece is part of the window
+        cut = _first_cut(text, start, end) if end - start > _SHORT else -1
+        if cut < 0:  # no cut inside (or not looked for): the whole piece joins the window
             window.append(text[start:end])
             total -= _tokens(text, name)
             continue
