@@ -61,7 +61,6 @@ _ERROR_LINE: Final = re.compile(
     re.IGNORECASE,
 )
 _TODO_LINE: Final = re.compile(r"\b(?:TODO|FIXME|next steps?|still need|remaining)\b", re.I)
-_TODO_WORDS: Final = ("todo", "fixme", "next step", "still need", "remaining")
 _ERROR_NAME: Final = re.compile(r"^\s*[\w.]*(?:Error|Exception)\b")
 _LOWER_WORD: Final = re.compile(r"[a-z]+")
 _CAMEL_JOINT: Final = re.compile(r"([a-z])([A-Z])")
@@ -303,16 +302,19 @@ def _may_hold_todo(text: str) -> bool:
     if not text.isascii():
         return True
     lowered = text.lower()
-    return any(word in lowered for word in _TODO_WORDS)
+    return (
+        "todo" in lowered
+        or "fixme" in lowered
+        or "next step" in lowered
+        or "still need" in lowered
+        or "remaining" in lowered
+    )
 
 
-def _paths_in(text: str) -> Iterable[str]:
-    """File paths written in free text: words that look like `dir/name.ext` or `name.py`."""
-    for word in text.split():
-        if "." in word:  # every path `_PATH_TOKEN` matches has one
-            path = _word_path(word)
-            if path is not None:
-                yield path
+def _paths_in(text: str) -> list[str]:
+    """File paths written in free text: words that look like `dir/name.ext` or `name.py`
+    (every path `_PATH_TOKEN` matches has a dot)."""
+    return [path for word in text.split() if "." in word and (path := _word_path(word))]
 
 
 @lru_cache(maxsize=4096)
