@@ -251,12 +251,10 @@ def rewritten_message_tokens(
     before, after = old.get("content"), new.get("content")
     if not isinstance(before, list) or not isinstance(after, list):
         return _message_count(new, encode, "message")
-    old_ids = {id(block) for block in before}
-    new_ids = {id(block) for block in after}
-    if len(old_ids) < len(before) or len(new_ids) < len(after):  # a block listed twice
+    dropped = [block for block in before if not any(block is b for b in after)]
+    added = [block for block in after if not any(block is b for b in before)]
+    if len(before) - len(dropped) != len(after) - len(added):  # a block listed twice
         return _blocks_count(after, encode)
-    dropped = [block for block in before if id(block) not in new_ids]
-    added = [block for block in after if id(block) not in old_ids]
     if _rough_size(dropped) + _rough_size(added) >= _rough_size(after):
         return _blocks_count(after, encode)
     return old_tokens - _blocks_count(dropped, encode) + _blocks_count(added, encode)
@@ -266,10 +264,15 @@ def _rough_size(blocks: Iterable[Any]) -> int:
     """About how many characters counting `blocks` encodes (to choose what to count)."""
     size = 0
     for block in blocks:
-        if isinstance(block, Mapping):
-            for value in block.values():
-                size += len(value) if isinstance(value, str) else 16
+        if type(block) is dict or isinstance(block, Mapping):
+            for key in _TEXT_KEYS:
+                value = block.get(key)
+                size += len(value) if isinstance(value, str) else 16 if value else 0
     return size
+
+
+#: The keys whose values a block's count encodes.
+_TEXT_KEYS: Final = ("text", "content", "thinking", "name", "input", "data", "source")
 
 
 def message_token_counts(
@@ -334,6 +337,10 @@ def _blocks_count(blocks: Iterable[Any], encode: _Encode) -> int:
                 total += len(encode(content)) if content else 0
             elif isinstance(content, list):
                 total += _blocks_count(content, encode)
+        elif kind == "tool_use":  # `_block_pieces`' two, without the generator
+            name = str(block.get("name") or "")
+            arguments = compact_json(block.get("input", {}))
+            total += (len(encode(name)) if name else 0) + len(encode(arguments))
         else:
             for piece in _block_pieces((block,)):
                 total += piece if isinstance(piece, int) else (len(encode(piece)) if piece else 0)
@@ -392,4 +399,9 @@ def _is_text_source(block: Mapping[str, Any]) -> bool:
 
 def compact_json(value: Any) -> str:
     """JSON without spaces, as tool_use input is counted and truncated."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _COMPACT_JSON.encode(value)
+
+
+#: `json.dumps(value, ensure_ascii=False, separators=(",", ":"))`, without making an
+#: encoder for each call.
+_COMPACT_JSON: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
