@@ -61,18 +61,60 @@ def message_costs(
 
 
 def _plain_cost(message: Message, count: int, name: str) -> int | None:
-    """`_costed` for the commonest message, one text after its header, when a chunk starts
-    at the text (`_opens`): the header's tokens and the count. None for any other."""
+    """`_costed` for the commonest messages, one text or one tool result of text after the
+    header (the same figure, without building the layout); None for any other."""
     content = message.get("content")
+    label = ""
+    if type(content) is list and len(content) == 2:
+        return _call_cost(message, content, count, name)
     if type(content) is list and len(content) == 1 and type(content[0]) is dict:
         block = content[0]
-        content = block.get("text") if block.get("type") == "text" else None
+        kind = block.get("type")
+        if kind == "tool_result":
+            status = "error" if block.get("is_error") else "result"
+            label = f"(tool {status} for id={block.get('tool_use_id')}) "
+            content = block.get("content")
+        else:
+            content = block.get("text") if kind == "text" else None
     if type(content) is not str or not content or SUMMARY_KEY in message:
         return None
-    first = content[0]
-    if first.isspace() or first == "/" or content.startswith(SUMMARY_PREFIX):
+    header = f"[{_NUMBER}] {message.get('role', '?')}:\n"
+    if not label:
+        first = content[0]
+        if first.isspace() or first == "/" or content.startswith(SUMMARY_PREFIX):
+            return None
+        return _tokens(header, name) + count  # a chunk starts at the text: `_opens`
+    cut = _first_cut(content, 0, len(content)) if len(content) > _SHORT else -1
+    if cut < 0:
         return None
-    return _tokens(f"[{_NUMBER}] {message.get('role', '?')}:\n", name) + count
+    # The text's head joins the label; from its first cut on, its tokens are its own.
+    return count + _tokens(header + label + content[:cut], name) - _tokens(content[:cut], name)
+
+
+def _call_cost(message: Message, content: list[Any], count: int, name: str) -> int | None:
+    """`_costed` for an assistant's text then one tool call (the same figure, without
+    building the layout); None for any other pair of blocks."""
+    said, call = content
+    if type(said) is not dict or type(call) is not dict or SUMMARY_KEY in message:
+        return None
+    text, tool = said.get("text"), call.get("name")
+    if said.get("type") != "text" or call.get("type") != "tool_use" or type(tool) is not str:
+        return None
+    if type(text) is not str or len(text) <= _SHORT or text.startswith(SUMMARY_PREFIX):
+        return None
+    if text[0].isspace() or text[0] == "/":
+        return None  # no chunk need start at the text: the layout's way
+    back = _last_cut(text, 0, len(text))
+    if back <= 0:
+        return None
+    arguments = compact_json(call.get("input", {}))
+    if len(arguments) > _SHORT:
+        return None  # cut like a text: the layout's way
+    tail = text[back:]
+    line = f"{tail}\n(tool call {tool} id={call.get('id')}) {arguments}"
+    header = _tokens(f"[{_NUMBER}] {message.get('role', '?')}:\n", name)
+    own = _tokens(tail, name) + _tokens(tool, name) + _tokens(arguments, name)
+    return header + count - own + _tokens(line, name)
 
 
 #: A piece of a message's transcript that its token count holds: `text[start:end]` is what

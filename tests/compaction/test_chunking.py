@@ -290,3 +290,28 @@ def _recorded_encodes(monkeypatch) -> list[str]:
     monkeypatch.setattr(tiktoken.Encoding, "encode_ordinary", recording)
     transcript_costs._short_tokens.cache_clear()
     return encoded
+
+
+_LONG_TEXT = st.lists(st.sampled_from([*_PIECES, "foo", "Bar", "\u0301", "-", "  x"]), max_size=90)
+
+
+@settings(deadline=None, max_examples=200)
+@given(
+    text=_LONG_TEXT.map("".join),
+    name=st.sampled_from(["Read", "", "two words"]),
+    path=st.sampled_from(["a.py", "src/pkg/module_1.py", " x" * 30]),
+    encoding=st.sampled_from(["o200k_base", "cl100k_base"]),
+)
+def test_costs_from_counts_are_exact_for_long_texts_and_calls(text, name, path, encoding):
+    # The commonest shapes are costed without a layout: text then a tool call, a tool
+    # result of text, a text alone.
+    call = {"type": "tool_use", "id": "toolu_1", "name": name, "input": {"file_path": path}}
+    messages: list[dict[str, Any]] = [
+        {"role": "assistant", "content": [{"type": "text", "text": text}, call]},
+        tool_results(("toolu_1", text)),
+        tool_results(("toolu_1", text, True)),
+        user(text),
+        assistant(text),
+    ]
+    counts = message_token_counts(messages, encoding)
+    assert message_costs(messages, encoding, counts) == message_costs(messages, encoding)
