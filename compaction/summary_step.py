@@ -18,8 +18,10 @@ head and tail are taken from the pruned state.
 from __future__ import annotations
 
 import logging
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from typing import Any, Final
 
 from .clock import Clock
@@ -99,7 +101,7 @@ class SummaryStep:
         snapshot's own messages). Raises StepFailure (nothing to compact, the summary's
         failure reason, or no savings).
         """
-        parts = self._split(state, snapshot, sources)
+        parts, counts = self._split(state, snapshot, sources)
         if not parts.middle:
             self.report.step("summary", ran=False, why="nothing to compact", before=state.tokens)
             raise StepFailure("nothing_to_compact")
@@ -114,8 +116,6 @@ class SummaryStep:
             instructions=self.instructions,
             encoding=self.policy.encoding,
         )
-        known = {id(m): c for m, c in zip(snapshot.messages, snapshot.counts, strict=True)}
-        counts = [known[id(m)] for m in parts.middle]
         try:
             text, final = self.parted.run(request, counts)
         except SummaryError as error:
@@ -153,18 +153,28 @@ class SummaryStep:
 
     def _split(
         self, state: ContextState, snapshot: ContextState, sources: list[int] | None
-    ) -> Partition:
-        """The snapshot's middle between `state`'s head and tail (module doc)."""
+    ) -> tuple[Partition, list[int]]:
+        """The snapshot's middle between `state`'s head and tail (module doc), and the
+        middle's token counts."""
         head_end, tail_start = split_points(
             snapshot.messages, self.policy, token_counts=snapshot.counts, force=self.force
         )
         middle = snapshot.messages[head_end:tail_start]
+        counts = snapshot.counts[head_end:tail_start]
         if sources is None:
-            return Partition(state.messages[:head_end], middle, state.messages[tail_start:])
+            head, tail = state.messages[:head_end], state.messages[tail_start:]
+            return Partition(head, middle, tail), counts
+        ordered = all(a < b for a, b in pairwise(sources))  # pruning keeps the order
+        if ordered and len(sources) == len(state.messages):
+            # the head is a prefix of `state`, the tail a suffix
+            head_stop = bisect_left(sources, head_end)
+            tail_from = bisect_left(sources, tail_start, head_stop)
+            head, tail = state.messages[:head_stop], state.messages[tail_from:]
+            return Partition(head, middle, tail), counts
         pairs = list(zip(state.messages, sources, strict=True))
         head = [m for m, i in pairs if i < head_end]
         tail = [m for m, i in pairs if i >= tail_start]
-        return Partition(head, middle, tail)
+        return Partition(head, middle, tail), counts
 
     def summarize_with_retries(self, request: SummaryRequest) -> str:
         """The summary text; retries with exponential backoff (docs/behaviour.md#retries), or after
