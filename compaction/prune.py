@@ -77,28 +77,36 @@ def prune_tool_blocks(
         _drop_block(messages, block, replacements)
     for block in kept:
         pruner.cut_block(messages, block, replacements)
-    new = [replacements.get(i, message) for i, message in enumerate(messages)]
+    new: list[Message | None] = list(messages)
+    for i, message in replacements.items():
+        new[i] = message
     sources = [i for i, message in enumerate(new) if message is not None]
     result = [message for message in new if message is not None]
-    groups = merge_groups(result, sources) if merge_roles else [[n] for n in range(len(result))]
-    absorbed = {sources[n] for group in groups for n in group[1:]}
-    merged_into = {sources[group[0]] for group in groups if len(group) > 1}
+    if merge_roles:
+        groups = merge_groups(result, sources)
+        absorbed = {sources[n] for group in groups for n in group[1:]}
+        merged_into = {sources[group[0]] for group in groups if len(group) > 1}
+        merged = [merge_run([result[n] for n in group]) for group in groups]
+        firsts = [sources[group[0]] for group in groups]
+    else:  # one message per group: nothing absorbed, nothing merged into
+        absorbed, merged_into, merged, firsts = set(), set(), result, sources
+    touched = sorted(replacements)  # only these can be dropped or changed (or merged into)
     return PruneResult(
-        messages=[merge_run([result[n] for n in group]) for group in groups],
+        messages=merged,
         tool_blocks_kept=len(kept),
         tool_blocks_dropped=len(dropped),
         tool_calls_truncated=pruner.calls_cut,
         tool_results_truncated=pruner.results_cut,
-        dropped_messages=[messages[i] for i, message in enumerate(new) if message is None],
+        dropped_messages=[messages[i] for i in touched if new[i] is None],
         changed_messages=[
             messages[i]
-            for i, message in enumerate(new)
-            if message is not None
+            for i in sorted({*touched, *merged_into})
+            if new[i] is not None
             and i not in absorbed
-            and (i in merged_into or message is not messages[i])
+            and (i in merged_into or new[i] is not messages[i])
         ],
         merged_messages=[messages[i] for i in sorted(absorbed)],
-        source_indexes=[sources[group[0]] for group in groups],
+        source_indexes=firsts,
     )
 
 
