@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from .folding import SourceFile, fold_views
-from .messages import blocks_of, tool_result_text
+from .messages import tool_result_text
 from .policy import Policy
 
 __all__ = [
@@ -106,12 +106,17 @@ def _viewed(
     # A result answers a call of the message right before it: ids may repeat across turns.
     asked: dict[str, str] = {}
     for index, message in enumerate(messages):
+        content = message.get("content")
         paths: dict[str, str] = {}
-        for block in blocks_of(message):
-            path = file_view_path(block, tools)
-            if path is not None:
-                paths[str(block.get("id"))] = path
-            elif asked and block.get("type") == "tool_result" and not block.get("is_error"):
+        for block in content if isinstance(content, list) else ():  # text holds no views
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "tool_use":
+                path = file_view_path(block, tools)
+                if path is not None:
+                    paths[str(block.get("id"))] = path
+            elif kind == "tool_result" and asked and not block.get("is_error"):
                 viewed = asked.pop(str(block.get("tool_use_id")), None)
                 if viewed is not None:
                     yield index, viewed, tool_result_text(block.get("content"))
