@@ -82,14 +82,7 @@ def prune_tool_blocks(
         new[i] = message
     sources = [i for i, message in enumerate(new) if message is not None]
     result = [message for message in new if message is not None]
-    if merge_roles:
-        groups = merge_groups(result, sources)
-        absorbed = {sources[n] for group in groups for n in group[1:]}
-        merged_into = {sources[group[0]] for group in groups if len(group) > 1}
-        merged = [merge_run([result[n] for n in group]) for group in groups]
-        firsts = [sources[group[0]] for group in groups]
-    else:  # one message per group: nothing absorbed, nothing merged into
-        absorbed, merged_into, merged, firsts = set(), set(), result, sources
+    merged, firsts, absorbed, merged_into = _merged(result, sources, merge_roles)
     touched = sorted(replacements)  # only these can be dropped or changed (or merged into)
     return PruneResult(
         messages=merged,
@@ -108,6 +101,20 @@ def prune_tool_blocks(
         merged_messages=[messages[i] for i in sorted(absorbed)],
         source_indexes=firsts,
     )
+
+
+def _merged(
+    result: list[Message], sources: list[int], merge_roles: bool
+) -> tuple[list[Message], list[int], set[int], set[int]]:
+    """`result` with same-role neighbours merged (when `merge_roles`): the messages, the
+    source index of each, and the source indexes absorbed and merged into."""
+    if not merge_roles:  # one message per group: nothing absorbed, nothing merged into
+        return result, sources, set(), set()
+    groups = merge_groups(result, sources)
+    absorbed = {sources[n] for group in groups for n in group[1:]}
+    merged_into = {sources[group[0]] for group in groups if len(group) > 1}
+    merged = [merge_run([result[n] for n in group]) for group in groups]
+    return merged, [sources[group[0]] for group in groups], absorbed, merged_into
 
 
 def _drop_block(
