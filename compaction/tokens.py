@@ -234,7 +234,7 @@ def message_tokens(message: Mapping[str, Any], encoding: str | None = None) -> i
     Raises InvalidMessagesError when `message` is not a mapping. Counting is otherwise
     lenient: unknown block types are skipped with a warning (docs/behaviour.md#token-counting).
     """
-    return _message_count(message, get_encoding(encoding).encode_ordinary, "message")
+    return _message_count(message, _counter(encoding), "message")
 
 
 def rewritten_message_tokens(
@@ -247,17 +247,17 @@ def rewritten_message_tokens(
     encoded, or the blocks of `new` when they are fewer characters than those dropped (a
     tool call dropped from a long text, a long tool result cut to a preview).
     """
-    encode = get_encoding(encoding).encode_ordinary
+    count = _counter(encoding)
     before, after = old.get("content"), new.get("content")
     if not isinstance(before, list) or not isinstance(after, list):
-        return _message_count(new, encode, "message")
+        return _message_count(new, count, "message")
     dropped = [block for block in before if not any(block is b for b in after)]
     added = [block for block in after if not any(block is b for b in before)]
     if len(before) - len(dropped) != len(after) - len(added):  # a block listed twice
-        return _blocks_count(after, encode)
+        return _blocks_count(after, count)
     if _rough_size(dropped) + _rough_size(added) >= _rough_size(after):
-        return _blocks_count(after, encode)
-    return old_tokens - _blocks_count(dropped, encode) + _blocks_count(added, encode)
+        return _blocks_count(after, count)
+    return old_tokens - _blocks_count(dropped, count) + _blocks_count(added, count)
 
 
 def _rough_size(blocks: Iterable[Any]) -> int:
@@ -284,9 +284,9 @@ def message_token_counts(
     `messages` is not a list of mappings.
     """
     _check_list(messages)
-    encode = get_encoding(encoding).encode_ordinary
+    count = _counter(encoding, repeats=True)
     return [
-        _message_count(message, encode, "messages", index) for index, message in enumerate(messages)
+        _message_count(message, count, "messages", index) for index, message in enumerate(messages)
     ]
 
 
@@ -306,10 +306,33 @@ def _check_list(messages: Any) -> None:
         raise InvalidMessagesError([Problem("messages", "must be a list of messages")])
 
 
-_Encode = Callable[[str], list[int]]
+_Count = Callable[[str], int]
 
 
-def _message_count(message: Any, encode: _Encode, path: str, index: int | None = None) -> int:
+#: Texts this long are counted once per call of `message_token_counts`: a file read again,
+#: a tool result repeated, come back as the same text.
+_REPEAT_MIN: Final = 1024
+
+
+def _counter(encoding: str | None, *, repeats: bool = False) -> _Count:
+    """Tokens of a text; with `repeats`, each long text is encoded once (`_REPEAT_MIN`)."""
+    encode = get_encoding(encoding).encode_ordinary
+    if not repeats:
+        return lambda text: len(encode(text))
+    seen: dict[str, int] = {}
+
+    def count(text: str) -> int:
+        if len(text) < _REPEAT_MIN:
+            return len(encode(text))
+        tokens = seen.get(text)
+        if tokens is None:
+            tokens = seen[text] = len(encode(text))
+        return tokens
+
+    return count
+
+
+def _message_count(message: Any, count: _Count, path: str, index: int | None = None) -> int:
     """Tokens of one message; the common shapes (string content, plain dict blocks) take the
     shortest path, since this runs for every message of every history counted."""
     if type(message) is not dict and not isinstance(message, Mapping):
@@ -317,33 +340,33 @@ def _message_count(message: Any, encode: _Encode, path: str, index: int | None =
         raise InvalidMessagesError([Problem(where, "must be an object with role and content")])
     content = message.get("content")
     if isinstance(content, str):
-        return len(encode(content)) if content else 0
+        return count(content) if content else 0
     if not isinstance(content, list):
         return 0
-    return _blocks_count(content, encode)
+    return _blocks_count(content, count)
 
 
-def _blocks_count(blocks: Iterable[Any], encode: _Encode) -> int:
+def _blocks_count(blocks: Iterable[Any], count: _Count) -> int:
     total = 0
     for block in blocks:
         is_mapping = type(block) is dict or isinstance(block, Mapping)
         kind = block.get("type") if is_mapping else None
         if kind == "text":
             text = block.get("text")
-            total += len(encode(text if isinstance(text, str) else str(text))) if text else 0
+            total += count(text if isinstance(text, str) else str(text)) if text else 0
         elif kind == "tool_result":
             content = block.get("content")
             if isinstance(content, str):
-                total += len(encode(content)) if content else 0
+                total += count(content) if content else 0
             elif isinstance(content, list):
-                total += _blocks_count(content, encode)
+                total += _blocks_count(content, count)
         elif kind == "tool_use":  # `_block_pieces`' two, without the generator
             name = str(block.get("name") or "")
             arguments = compact_json(block.get("input", {}))
-            total += (len(encode(name)) if name else 0) + len(encode(arguments))
+            total += (count(name) if name else 0) + count(arguments)
         else:
             for piece in _block_pieces((block,)):
-                total += piece if isinstance(piece, int) else (len(encode(piece)) if piece else 0)
+                total += piece if isinstance(piece, int) else (count(piece) if piece else 0)
     return total
 
 
