@@ -326,3 +326,22 @@ def test_a_rewrite_encodes_the_smaller_side():
         assert rewritten_message_tokens(old, count, new) == message_tokens(new)
     assert text not in encoded[:-1]  # the last encode is message_tokens' own
     assert encoded[:-1] == ["Read", '{"file_path":"a.py"}']
+
+
+def test_a_long_text_that_comes_back_is_encoded_once_per_count(monkeypatch):
+    # A file read again comes back as the same text: counted once, the same count each time.
+    source = "\n".join(f"def function_{n}(value):\n    return value * {n}" for n in range(60))
+    history = [user("read it"), *exchange("t1", "Read", {"file_path": "a.py"}, source)]
+    history += exchange("t2", "Read", {"file_path": "a.py"}, source)
+    encoded: list[str] = []
+    original = tiktoken.Encoding.encode_ordinary
+
+    def recording(self: tiktoken.Encoding, text: str) -> list[int]:
+        encoded.append(text)
+        return original(self, text)
+
+    monkeypatch.setattr(tiktoken.Encoding, "encode_ordinary", recording)
+    counts = message_token_counts(history)
+
+    assert encoded.count(source) == 1
+    assert counts[2] == counts[4] == count_text_tokens(source)
