@@ -94,6 +94,7 @@ class _Collector:
     todos: list[str] = field(default_factory=list)
     todo_order: float = 0
     latest_update: tuple[float, str] | None = None
+    latest_text: tuple[float, str] | None = None  # a newer update, still a whole text
     latest_request: int | None = None  # index in `lines`
     seen_request: bool = False
     dropped: dict[str, int] = field(default_factory=dict)  # lines earlier summaries left out
@@ -116,18 +117,27 @@ class _Collector:
             self.earlier_summary(order, parse_summary(message_text(message)))
             return
         role = message.get("role")
+        content = message.get("content")
+        if isinstance(content, str):  # one text block
+            self.text(order, role, message, content)
+            return
         for block in blocks_of(message):
             kind = block.get("type")
-            if kind == "text" and role == "user" and not is_meta(message):
-                self.user_text(order, str(block.get("text", "")))
-            elif kind == "text" and role == "assistant":
-                self.assistant_text(order, str(block.get("text", "")))
-            elif kind == "text" and role == "system":  # mid-conversation notes: paths, TODOs
-                self.text_mentions(order, str(block.get("text", "")))
+            if kind == "text":
+                self.text(order, role, message, str(block.get("text", "")))
             elif kind == "tool_use":
                 self.tool_use(order, block)
             elif kind == "tool_result":
                 self.tool_result(order, block)
+
+    def text(self, order: int, role: Any, message: Mapping[str, Any], text: str) -> None:
+        if role == "user":
+            if not is_meta(message):
+                self.user_text(order, text)
+        elif role == "assistant":
+            self.assistant_text(order, text)
+        elif role == "system":  # mid-conversation notes: paths, TODOs
+            self.text_mentions(order, text)
 
     def earlier_summary(self, order: int, summary: EarlierSummary) -> None:
         """Merge an earlier summary's parts (`summary_merge`); its lines keep their order,
@@ -154,7 +164,7 @@ class _Collector:
         if summary.todos:
             self.todos, self.todo_order = list(summary.todos), order
         if summary.latest_update:
-            self.latest_update = (order, summary.latest_update)
+            self.latest_update, self.latest_text = (order, summary.latest_update), None
         priorities = {FILES: _DETAIL, TOOLS: _EARLIER_CALL, STATE: _KEEP, ERRORS: _KEEP}
         for section, priority in priorities.items():
             for line in summary.lines.get(section, []):
@@ -172,9 +182,8 @@ class _Collector:
         self.text_mentions(order, text)
 
     def assistant_text(self, order: int, text: str) -> None:
-        first = first_nonblank_line(text)
-        if first:
-            self.latest_update = (order, self.clip(first, 0.7))
+        if text and not text.isspace():  # it has a first non-blank line: the latest update
+            self.latest_text = (order, text)  # clipped in `finish`: only the last one shows
         self.text_mentions(order, text)
 
     def text_mentions(self, order: int, text: str) -> None:
@@ -262,6 +271,9 @@ class _Collector:
             self.add(TOOLS, f"- {total} tool calls: {counts}", _CURRENT, -1)
         for todo in self.todos:
             self.add(STATE, todo, _CURRENT, self.todo_order)
+        if self.latest_text:
+            order, text = self.latest_text
+            self.latest_update = (order, self.clip(first_nonblank_line(text), 0.7))
         if self.latest_update:
             order, text = self.latest_update
             self.add(STATE, f"- Latest assistant update: {text}", _CURRENT, order)
