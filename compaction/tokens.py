@@ -255,9 +255,14 @@ def rewritten_message_tokens(
     added = [block for block in after if not any(block is b for b in before)]
     if len(before) - len(dropped) != len(after) - len(added):  # a block listed twice
         return _blocks_count(after, count)
-    if _rough_size(dropped) + _rough_size(added) >= _rough_size(after):
+    changed = _rough_size(dropped) + _rough_size(added)
+    if changed > _SMALL_CHANGE and changed >= _rough_size(after):
         return _blocks_count(after, count)
     return old_tokens - _blocks_count(dropped, count) + _blocks_count(added, count)
+
+
+#: A change of blocks this small (in characters) is counted whatever the rest holds.
+_SMALL_CHANGE: Final = 256
 
 
 def _rough_size(blocks: Iterable[Any]) -> int:
@@ -265,14 +270,12 @@ def _rough_size(blocks: Iterable[Any]) -> int:
     size = 0
     for block in blocks:
         if type(block) is dict or isinstance(block, Mapping):
-            for key in _TEXT_KEYS:
-                value = block.get(key)
-                size += len(value) if isinstance(value, str) else 16 if value else 0
+            for value in block.values():
+                if type(value) is str:
+                    size += len(value)
+                else:
+                    size += _rough_size(value) if type(value) is list else 16
     return size
-
-
-#: The keys whose values a block's count encodes.
-_TEXT_KEYS: Final = ("text", "content", "thinking", "name", "input", "data", "source")
 
 
 def message_token_counts(
