@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any, Final
 
@@ -82,6 +82,10 @@ class SummaryStep:
     #: The wall-clock budget of the summarizer phase (time_budget.py), restarted when the
     #: first attempt starts; the retention check's second request spends the same budget.
     budget: TimeBudget | None = None
+    #: (span, level, covered) of the spans assembled, by identity (`_span`).
+    _spans: dict[int, tuple[Sequence[Message], int, int]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def name(self) -> str:
@@ -242,16 +246,28 @@ class SummaryStep:
     ) -> SummaryOutcome:
         """`[*head, summary, *tail]` (docs/behaviour.md#summary); the summary ends with the
         outlines."""
+        level, covered = self._span(parts.middle)
         message = make_summary_message(
             f"{text}\n\n{outlines}" if outlines else text,
             summarizer=self.name,
             message_count=len(parts.middle),
-            covered_message_count=_covered(parts.middle),
-            level=_level(parts.middle),
+            covered_message_count=covered,
+            level=level,
             created_at=self.clock.now().isoformat(timespec="seconds"),
         )
         new = state.then([*parts.head, message, *parts.tail], self.policy.encoding)
         return SummaryOutcome(new, text, message, parts, outlines)
+
+    def _span(self, middle: Sequence[Message]) -> tuple[int, int]:
+        """(`_level`, `_covered`) of a span, its earlier summaries found in one pass, once
+        per run (a run assembles its summary again when it asks again)."""
+        known = self._spans.get(id(middle))
+        if known is not None and known[0] is middle:
+            return known[1], known[2]
+        summaries = [m for m in middle if is_summary_message(m)]
+        level, covered = _level(summaries), len(middle) - len(summaries) + _covered(summaries)
+        self._spans[id(middle)] = (middle, level, covered)
+        return level, covered
 
     def retention_check(
         self,
@@ -306,22 +322,19 @@ class SummaryStep:
             return ""
 
 
-def _level(middle: Sequence[Message]) -> int:
-    """1 + the deepest earlier summary inside the span (multi-level compaction,
+def _level(summaries: Sequence[Message]) -> int:
+    """1 + the deepest of a span's earlier summaries (multi-level compaction,
     docs/behaviour.md#summaries-of-summaries)."""
-    levels = [_metadata(m).get("level", 1) for m in middle if is_summary_message(m)]
+    levels = [_metadata(m).get("level", 1) for m in summaries]
     return 1 + max((int(level) for level in levels), default=0)
 
 
-def _covered(middle: Sequence[Message]) -> int:
-    """Original messages the span stands for, counting through earlier summaries."""
+def _covered(summaries: Sequence[Message]) -> int:
+    """Original messages a span's earlier summaries stand for, counting through theirs."""
     total = 0
-    for message in middle:
-        if is_summary_message(message):
-            meta = _metadata(message)
-            total += int(meta.get("covered_message_count", meta.get("message_count", 1)))
-        else:
-            total += 1
+    for message in summaries:
+        meta = _metadata(message)
+        total += int(meta.get("covered_message_count", meta.get("message_count", 1)))
     return total
 
 
