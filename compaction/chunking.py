@@ -173,8 +173,8 @@ def chunk_messages(
     tokens = 0
     cut = False
     for unit in tool_units(messages):
-        members = [messages[i] for i in unit]
-        cost = sum(costs[i] for i in unit)
+        members = list(messages[unit.start : unit.stop])
+        cost = sum(costs[unit.start : unit.stop])
         alone = summaries_alone and len(members) == 1 and is_summary_message(members[0])
         was_cut = cost > limit
         if was_cut:
