@@ -108,12 +108,14 @@ def _call_cost(message: Message, content: list[Any], count: int, name: str) -> i
     if back <= 0:
         return None
     arguments = compact_json(call.get("input", {}))
-    if len(arguments) > _SHORT:
-        return None  # cut like a text: the layout's way
+    cut = _first_cut(arguments, 0, len(arguments))
+    if cut < 0:
+        return None  # the layout's way
+    # From the input's first cut on, its tokens are its own: the input ends the transcript.
     tail = text[back:]
-    line = f"{tail}\n(tool call {tool} id={call.get('id')}) {arguments}"
+    line = f"{tail}\n(tool call {tool} id={call.get('id')}) {arguments[:cut]}"
     header = _tokens(f"[{_NUMBER}] {message.get('role', '?')}:\n", name)
-    own = _tokens(tail, name) + _tokens(tool, name) + _tokens(arguments, name)
+    own = _tokens(tail, name) + _tokens(tool, name) + _tokens(arguments[:cut], name)
     return header + count - own + _tokens(line, name)
 
 
@@ -168,8 +170,8 @@ def _costed(layout: _Layout, count: int, name: str) -> int:
         if not start and window and _opens(window[-1], text):
             total += _tokens("".join(window), name)  # a cut at the junction: see _opens
             window = []
-        cut = _first_cut(text, start, end) if end - start > _SHORT else -1
-        if cut < 0:  # no cut inside (or not looked for): the whole piece joins the window
+        cut = _first_cut(text, start, end)
+        if cut < 0:  # no cut inside: the whole piece joins the window
             window.append(text[start:end])
             total -= _tokens(text, name)
             continue
