@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final
 
@@ -280,7 +280,7 @@ class _Collector:
         if self.latest_request is not None:  # the newest request is the current task
             request = self.lines[self.latest_request]
             if request.priority > _CURRENT:
-                self.lines[self.latest_request] = replace(request, priority=_CURRENT)
+                self.lines[self.latest_request] = request._replace(priority=_CURRENT)
 
 
 def _operation(name: str, tool_input: Mapping[str, Any]) -> str:

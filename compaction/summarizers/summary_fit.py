@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Final
+from typing import Final, NamedTuple
 
 from ..tokens import get_encoding
 from .prompt import SECTIONS
@@ -48,8 +47,7 @@ _ESSENTIAL: Final = 2
 _MISSES: Final = 50
 
 
-@dataclass(frozen=True)
-class Line:
+class Line(NamedTuple):
     """One summary line: its section, priority (lower is kept first) and position in the
     span (newer lines are kept first within a priority); `path` for a file's line."""
 
