@@ -21,9 +21,9 @@ from .policy import Policy
 from .prune import prune_tool_blocks
 from .report import RunReport
 from .results import EventPhase
+from .rewritten_counts import rewritten_message_tokens
 from .run_state import ContextState, StepFailure
 from .smart_truncate import smart_truncate
-from .tokens import rewritten_message_tokens
 
 __all__ = [
     "over_hard_limit",

@@ -45,7 +45,6 @@ __all__ = [
     "get_encoding",
     "message_token_counts",
     "message_tokens",
-    "rewritten_message_tokens",
 ]
 
 logger = logging.getLogger(__name__)
@@ -235,47 +234,6 @@ def message_tokens(message: Mapping[str, Any], encoding: str | None = None) -> i
     lenient: unknown block types are skipped with a warning (docs/behaviour.md#token-counting).
     """
     return _message_count(message, _counter(encoding), "message")
-
-
-def rewritten_message_tokens(
-    old: Mapping[str, Any], old_tokens: int, new: Mapping[str, Any], encoding: str | None = None
-) -> int:
-    """`message_tokens(new)`, for `new` made from `old` (of `old_tokens` tokens) by dropping,
-    adding or replacing content blocks, the others kept as the same objects.
-
-    A message's tokens are the sum of its blocks', so only the blocks dropped and added are
-    encoded, or the blocks of `new` when they are fewer characters than those dropped (a
-    tool call dropped from a long text, a long tool result cut to a preview).
-    """
-    count = _counter(encoding)
-    before, after = old.get("content"), new.get("content")
-    if not isinstance(before, list) or not isinstance(after, list):
-        return _message_count(new, count, "message")
-    dropped = [block for block in before if not any(block is b for b in after)]
-    added = [block for block in after if not any(block is b for b in before)]
-    if len(before) - len(dropped) != len(after) - len(added):  # a block listed twice
-        return _blocks_count(after, count)
-    changed = _rough_size(dropped) + _rough_size(added)
-    if changed > _SMALL_CHANGE and changed >= _rough_size(after):
-        return _blocks_count(after, count)
-    return old_tokens - _blocks_count(dropped, count) + _blocks_count(added, count)
-
-
-#: A change of blocks this small (in characters) is counted whatever the rest holds.
-_SMALL_CHANGE: Final = 256
-
-
-def _rough_size(blocks: Iterable[Any]) -> int:
-    """About how many characters counting `blocks` encodes (to choose what to count)."""
-    size = 0
-    for block in blocks:
-        if type(block) is dict or isinstance(block, Mapping):
-            for value in block.values():
-                if type(value) is str:
-                    size += len(value)
-                else:
-                    size += _rough_size(value) if type(value) is list else 16
-    return size
 
 
 def message_token_counts(
