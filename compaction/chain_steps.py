@@ -21,6 +21,7 @@ from .policy import Policy
 from .prune import prune_tool_blocks
 from .report import RunReport
 from .results import EventPhase
+from .rewritten_counts import rewritten_message_tokens
 from .run_state import ContextState, StepFailure
 from .smart_truncate import smart_truncate
 
@@ -91,7 +92,7 @@ def run_selective(
         logger.exception("selective pruning failed", extra=report.log_fields())
         report.step("selective", ran=True, why=f"failed: {error!r}", before=state.tokens)
         raise StepFailure("selective_error", repr(error)) from error
-    new = state.then(pruned.messages, policy.encoding)
+    new = _pruned_state(state, pruned.messages, pruned.source_indexes, policy.encoding)
     counts = {
         "tool_blocks_kept": pruned.tool_blocks_kept,
         "tool_blocks_dropped": pruned.tool_blocks_dropped,
@@ -109,6 +110,24 @@ def run_selective(
         detail=counts,
     )
     return (new, pruned.source_indexes) if changed else (state, None)
+
+
+def _pruned_state(
+    state: ContextState, messages: list[Message], sources: Sequence[int], encoding: str
+) -> ContextState:
+    """The state of the pruned `messages` (`sources`: the index in `state` each comes from):
+    a message pruning rewrote is counted from its source's count and the blocks that
+    changed (`rewritten_message_tokens`), the others keep their counts. Without a source
+    for each message, every message that is a new object is counted afresh."""
+    if len(sources) != len(messages):
+        return state.then(messages, encoding)
+    counts = []
+    for message, source in zip(messages, sources, strict=True):
+        old, count = state.messages[source], state.counts[source]
+        if message is not old:
+            count = rewritten_message_tokens(old, count, message, encoding)
+        counts.append(count)
+    return ContextState(messages, counts)
 
 
 def run_fallback(

@@ -16,10 +16,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .messages import Message, is_summary_message, tool_result_ids, tool_use_ids
+from .messages import Message, is_summary_message
 from .preview import truncation_marker
 from .summarizers.prompt import serialize_message, serialize_transcript
-from .tokens import count_prefixed, count_text_tokens, get_encoding
+from .tokens import count_text_tokens, get_encoding
+from .transcript_costs import SEPARATOR, message_costs
 
 __all__ = [
     "Chunk",
@@ -31,13 +32,9 @@ __all__ = [
     "tool_units",
 ]
 
-#: Tokens added to each message's own count: the blank line between messages and the
-#: few tokens a join can cost at a boundary.
-_SEPARATOR: Final = 2
 #: Strings of fewer tokens are never cut: a marker would save little.
 _MIN_CUT: Final = 16
 _CUT_ATTEMPTS: Final = 8
-_NUMBER: Final = 999_999
 #: Tokens a message's cost may exceed its share of the whole transcript's tokens: the
 #: six-digit number bound (two tokens), the separator, and a join at either boundary. A
 #: generous bound: it only decides when the exact count can be skipped.
@@ -56,62 +53,6 @@ class Chunk:
     tokens: int
     cut: bool = False
     summary: bool = False
-
-
-def message_costs(
-    messages: Sequence[Message],
-    encoding: str | None = None,
-    counts: Sequence[int] | None = None,
-) -> list[int]:
-    """The transcript tokens of each message (numbered with a six-digit number: a bound).
-
-    `counts` (the messages' token counts, e.g. cached): a message whose transcript is a
-    fixed header followed by its one text (string content, one text block, or one
-    tool_result of string content) is costed from its count, without encoding that text
-    again (`count_prefixed`: the same figure).
-    """
-    encode = get_encoding(encoding).encode_ordinary
-    if counts is None:
-        return [len(encode(serialize_message(_NUMBER, m))) + _SEPARATOR for m in messages]
-    costs: list[int] = []
-    for message, count in zip(messages, counts, strict=True):
-        parts = _header_and_text(message)
-        if parts is None:
-            costs.append(len(encode(serialize_message(_NUMBER, message))) + _SEPARATOR)
-        else:
-            prefix, text = parts
-            settled = len(_header(message)) - 2 if str(message.get("role")).isalpha() else 0
-            costs.append(
-                count_prefixed(prefix, text, count, encoding, settled=settled) + _SEPARATOR
-            )
-    return costs
-
-
-def _header(message: Message) -> str:
-    """The first line of a message's transcript, numbered with the bound `_NUMBER`."""
-    return f"[{_NUMBER}] {message.get('role', '?')}:\n"
-
-
-def _header_and_text(message: Message) -> tuple[str, str] | None:
-    """(header, text) when the transcript of `message` is the two joined and its token
-    count is that of `text` alone; None otherwise."""
-    if is_summary_message(message):
-        return None
-    header = _header(message)
-    content = message.get("content")
-    if isinstance(content, str):
-        return header, content
-    if not isinstance(content, list) or len(content) != 1 or type(content[0]) is not dict:
-        return None
-    block = content[0]
-    kind, text = block.get("type"), block.get("text")
-    if kind == "text" and isinstance(text, str):
-        return header, text
-    result = block.get("content")
-    if kind == "tool_result" and isinstance(result, str):
-        status = "error" if block.get("is_error") else "result"
-        return f"{header}(tool {status} for id={block.get('tool_use_id')}) ", result
-    return None
 
 
 def fits(messages: Sequence[Message], budget: int, encoding: str | None = None) -> bool:
@@ -171,21 +112,42 @@ def fits_costed(
 
 def tool_units(messages: Sequence[Message]) -> list[range]:
     """The spans a chunk must not split: each tool call with the messages up to its result."""
+    ids = [_tool_ids(message) for message in messages]
     answered: dict[str, int] = {}
-    for index, message in enumerate(messages):
-        for tool_id in tool_result_ids(message):
+    for index, (_, results) in enumerate(ids):
+        for tool_id in results:
             answered.setdefault(tool_id, index)
     units: list[range] = []
     start = end = 0
-    for index, message in enumerate(messages):
+    for index, (uses, _) in enumerate(ids):
         if index > end:
             units.append(range(start, end + 1))
-            start = index
-        results = (answered.get(tool_id, index) for tool_id in tool_use_ids(message))
-        end = max(end, index, *results)
+            start = end = index
+        for tool_id in uses:
+            end = max(end, answered.get(tool_id, index))
     if messages:
         units.append(range(start, end + 1))
     return units
+
+
+_NO_IDS: Final[tuple[list[str], list[str]]] = ([], [])
+
+
+def _tool_ids(message: Message) -> tuple[list[str], list[str]]:
+    """(`tool_use_ids`, `tool_result_ids`) of a message, its blocks read once."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return _NO_IDS
+    uses: list[str] = []
+    results: list[str] = []
+    for block in content:
+        if isinstance(block, dict):
+            kind = block.get("type")
+            if kind == "tool_use":
+                uses.append(str(block.get("id")))
+            elif kind == "tool_result":
+                results.append(str(block.get("tool_use_id")))
+    return uses, results
 
 
 def chunk_messages(
@@ -211,12 +173,12 @@ def chunk_messages(
     tokens = 0
     cut = False
     for unit in tool_units(messages):
-        members = [messages[i] for i in unit]
-        cost = sum(costs[i] for i in unit)
+        members = list(messages[unit.start : unit.stop])
+        cost = sum(costs[unit.start : unit.stop])
         alone = summaries_alone and len(members) == 1 and is_summary_message(members[0])
         was_cut = cost > limit
         if was_cut:
-            members = cut_to_fit(members, limit - _SEPARATOR, encoding)
+            members = cut_to_fit(members, limit - SEPARATOR, encoding)
             cost = sum(message_costs(members, encoding))
         if current and (alone or tokens + cost > budget):
             chunks.append(Chunk(current, tokens, cut))

@@ -12,11 +12,11 @@ drops banners such as "Here's the result of running `cat -n`" and trailing remin
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from .folding import SourceFile, fold_views
-from .messages import blocks_of, tool_result_text
+from .messages import tool_result_text
 from .policy import Policy
 
 __all__ = [
@@ -58,9 +58,13 @@ def strip_line_numbers(text: str) -> tuple[str, int]:
 
     Text that is not mostly numbered lines is returned unchanged, starting at line 1.
     """
+    if "→" not in text and "\t" not in text:  # no line can carry a prefix
+        return text, 1
     other_breaks = _OTHER_BREAKS.search(text) is not None
     if not other_breaks:  # the usual listing, every line numbered: one substitution
         stripped, numbered = _PREFIXES.subn("", text)
+        if not numbered:
+            return text, 1
         ended = text.endswith("\n")
         first = _PREFIXES.match(text) if numbered == text.count("\n") + (not ended) else None
         if first is not None:
@@ -91,22 +95,47 @@ def file_view_sources(
     (docs/behaviour.md#file-outlines).
     """
     tools = (policy or Policy()).file_view_tools
+    stripped = _Stripped()
+    return [stripped(path, text) for _, path, text in _viewed(messages, tools)]
+
+
+def _viewed(
+    messages: Sequence[Mapping[str, Any]], tools: Sequence[str]
+) -> Iterator[tuple[int, str, str]]:
+    """(message index, path, result text) of each file view, in order."""
     # A result answers a call of the message right before it: ids may repeat across turns.
     asked: dict[str, str] = {}
-    files: list[SourceFile] = []
-    for message in messages:
+    for index, message in enumerate(messages):
+        content = message.get("content")
         paths: dict[str, str] = {}
-        for block in blocks_of(message):
-            path = file_view_path(block, tools)
-            if path is not None:
-                paths[str(block.get("id"))] = path
-            elif block.get("type") == "tool_result" and not block.get("is_error"):
+        for block in content if isinstance(content, list) else ():  # text holds no views
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "tool_use":
+                path = file_view_path(block, tools)
+                if path is not None:
+                    paths[str(block.get("id"))] = path
+            elif kind == "tool_result" and asked and not block.get("is_error"):
                 viewed = asked.pop(str(block.get("tool_use_id")), None)
                 if viewed is not None:
-                    source, first_line = strip_line_numbers(tool_result_text(block.get("content")))
-                    files.append(SourceFile(viewed, source, first_line))
+                    yield index, viewed, tool_result_text(block.get("content"))
         asked = paths
-    return files
+
+
+class _Stripped:
+    """`strip_line_numbers` as a SourceFile, once per distinct listing (a file viewed again
+    shows the same text); a text that is not a listing is its own source, as given."""
+
+    def __init__(self) -> None:
+        self.listings: dict[str, tuple[str, int]] = {}
+
+    def __call__(self, path: str, text: str) -> SourceFile:
+        found = self.listings.get(text)
+        if found is None:
+            found = self.listings[text] = strip_line_numbers(text)
+        source, first_line = found
+        return SourceFile(path, text if source == text else source, first_line)
 
 
 def file_view_outlines(
@@ -123,26 +152,25 @@ def file_view_outlines(
     source again when it is the whole text of a result alone in its message.
     """
     policy = policy or Policy()
-    latest: dict[tuple[str, int], SourceFile] = {}
-    for source in file_view_sources(messages, policy):
+    stripped = _Stripped()
+    latest: dict[tuple[str, int], tuple[SourceFile, int]] = {}
+    for index, path, text in _viewed(messages, policy.file_view_tools):
+        source = stripped(path, text)
         latest.pop((source.path, source.first_line), None)
-        latest[(source.path, source.first_line)] = source
-    known = _lone_result_counts(messages, token_counts) if token_counts is not None else {}
-    files = list(latest.values())
-    return fold_views(files, policy, [known.get(id(file.source)) for file in files])
+        latest[(source.path, source.first_line)] = (source, index)
+    files = [source for source, _ in latest.values()]
+    if token_counts is None:
+        return fold_views(files, policy, [None] * len(files))
+    known = [_lone_count(messages[i], token_counts[i], s.source) for s, i in latest.values()]
+    return fold_views(files, policy, known)
 
 
-def _lone_result_counts(
-    messages: Sequence[Mapping[str, Any]], token_counts: Sequence[int]
-) -> dict[int, int]:
-    """Message count by the identity of its text, for messages holding one tool_result of
-    string content: that count is the text's own (a source kept unchanged is that object)."""
-    counts: dict[int, int] = {}
-    for message, count in zip(messages, token_counts, strict=True):
-        content = message.get("content")
-        if isinstance(content, list) and len(content) == 1 and isinstance(content[0], Mapping):
-            block = content[0]
-            text = block.get("content")
-            if block.get("type") == "tool_result" and isinstance(text, str):
-                counts[id(text)] = count
-    return counts
+def _lone_count(message: Mapping[str, Any], count: int, source: str) -> int | None:
+    """`count` when `message` holds one tool_result whose content is `source` itself (then
+    its count is the source's own), else None."""
+    content = message.get("content")
+    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], Mapping):
+        block = content[0]
+        if block.get("type") == "tool_result" and block.get("content") is source:
+            return count
+    return None

@@ -77,29 +77,44 @@ def prune_tool_blocks(
         _drop_block(messages, block, replacements)
     for block in kept:
         pruner.cut_block(messages, block, replacements)
-    new = [replacements.get(i, message) for i, message in enumerate(messages)]
+    new: list[Message | None] = list(messages)
+    for i, message in replacements.items():
+        new[i] = message
     sources = [i for i, message in enumerate(new) if message is not None]
     result = [message for message in new if message is not None]
-    groups = merge_groups(result, sources) if merge_roles else [[n] for n in range(len(result))]
-    absorbed = {sources[n] for group in groups for n in group[1:]}
-    merged_into = {sources[group[0]] for group in groups if len(group) > 1}
+    merged, firsts, absorbed, merged_into = _merged(result, sources, merge_roles)
+    touched = sorted(replacements)  # only these can be dropped or changed (or merged into)
     return PruneResult(
-        messages=[merge_run([result[n] for n in group]) for group in groups],
+        messages=merged,
         tool_blocks_kept=len(kept),
         tool_blocks_dropped=len(dropped),
         tool_calls_truncated=pruner.calls_cut,
         tool_results_truncated=pruner.results_cut,
-        dropped_messages=[messages[i] for i, message in enumerate(new) if message is None],
+        dropped_messages=[messages[i] for i in touched if new[i] is None],
         changed_messages=[
             messages[i]
-            for i, message in enumerate(new)
-            if message is not None
+            for i in sorted({*touched, *merged_into})
+            if new[i] is not None
             and i not in absorbed
-            and (i in merged_into or message is not messages[i])
+            and (i in merged_into or new[i] is not messages[i])
         ],
         merged_messages=[messages[i] for i in sorted(absorbed)],
-        source_indexes=[sources[group[0]] for group in groups],
+        source_indexes=firsts,
     )
+
+
+def _merged(
+    result: list[Message], sources: list[int], merge_roles: bool
+) -> tuple[list[Message], list[int], set[int], set[int]]:
+    """`result` with same-role neighbours merged (when `merge_roles`): the messages, the
+    source index of each, and the source indexes absorbed and merged into."""
+    if not merge_roles:  # one message per group: nothing absorbed, nothing merged into
+        return result, sources, set(), set()
+    groups = merge_groups(result, sources)
+    absorbed = {sources[n] for group in groups for n in group[1:]}
+    merged_into = {sources[group[0]] for group in groups if len(group) > 1}
+    merged = [merge_run([result[n] for n in group]) for group in groups]
+    return merged, [sources[group[0]] for group in groups], absorbed, merged_into
 
 
 def _drop_block(

@@ -23,7 +23,7 @@ from .policy import Policy
 from .report import RunReport
 from .summarizers.base import SummaryRequest
 from .summarizers.prompt import prompt_overhead_tokens
-from .tokens import count_text_tokens
+from .tokens import text_counter
 
 __all__ = ["PartedSummary", "transcript_budget"]
 
@@ -142,11 +142,38 @@ class PartedSummary:
         listed = replace(final, required_identifiers=("x",))
         budget = transcript_budget(listed, self.policy.summary_input_limit, self.encoding)
         room = budget - sum(message_costs(final.messages, self.encoding, counts))
-        kept: list[str] = []
-        for identifier in identifiers:
-            cost = count_text_tokens(f"- {identifier}\n", self.encoding) + 1
-            if cost > room:
-                break
+        return tuple(identifiers[: _lines_within(identifiers, room, self.encoding)])
+
+
+#: Identifier lines counted together: their tokens add up (`_lines_within`).
+_LINES_AT_ONCE: Final = 64
+
+
+def _lines_within(identifiers: Sequence[str], room: int, encoding: str | None) -> int:
+    """How many of `identifiers` a list of `- identifier` lines holds within `room` tokens,
+    each line costing its tokens plus one, in order until the first that does not fit.
+
+    A chunk of tiktoken's pre-tokenizer starts after each line's newline (a "-" follows),
+    so the lines' tokens add up: they are counted a group at a time, one by one only in
+    the group where the room runs out. Lines whose UTF-8 bytes fit are not counted at all
+    (a token covers a byte at least).
+    """
+    lines = [f"- {identifier}\n" for identifier in identifiers]
+    if sum(len(line.encode("utf-8", "surrogatepass")) for line in lines) + len(lines) <= room:
+        return len(lines)
+    count = text_counter(encoding)
+    index = 0
+    while index < len(lines):
+        group = lines[index : index + _LINES_AT_ONCE]
+        cost = count("".join(group)) + len(group)
+        if cost <= room:
             room -= cost
-            kept.append(identifier)
-        return tuple(kept)
+            index += len(group)
+            continue
+        for line in group:
+            cost = count(line) + 1
+            if cost > room:
+                return index
+            room -= cost
+            index += 1
+    return index

@@ -18,8 +18,10 @@ head and tail are taken from the pruned state.
 from __future__ import annotations
 
 import logging
+from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from typing import Any, Final
 
 from .clock import Clock
@@ -80,6 +82,10 @@ class SummaryStep:
     #: The wall-clock budget of the summarizer phase (time_budget.py), restarted when the
     #: first attempt starts; the retention check's second request spends the same budget.
     budget: TimeBudget | None = None
+    #: (span, level, covered) of the spans assembled, by identity (`_span`).
+    _spans: dict[int, tuple[Sequence[Message], int, int]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def name(self) -> str:
@@ -99,7 +105,7 @@ class SummaryStep:
         snapshot's own messages). Raises StepFailure (nothing to compact, the summary's
         failure reason, or no savings).
         """
-        parts = self._split(state, snapshot, sources)
+        parts, counts = self._split(state, snapshot, sources)
         if not parts.middle:
             self.report.step("summary", ran=False, why="nothing to compact", before=state.tokens)
             raise StepFailure("nothing_to_compact")
@@ -114,8 +120,6 @@ class SummaryStep:
             instructions=self.instructions,
             encoding=self.policy.encoding,
         )
-        known = {id(m): c for m, c in zip(snapshot.messages, snapshot.counts, strict=True)}
-        counts = [known[id(m)] for m in parts.middle]
         try:
             text, final = self.parted.run(request, counts)
         except SummaryError as error:
@@ -153,18 +157,28 @@ class SummaryStep:
 
     def _split(
         self, state: ContextState, snapshot: ContextState, sources: list[int] | None
-    ) -> Partition:
-        """The snapshot's middle between `state`'s head and tail (module doc)."""
+    ) -> tuple[Partition, list[int]]:
+        """The snapshot's middle between `state`'s head and tail (module doc), and the
+        middle's token counts."""
         head_end, tail_start = split_points(
             snapshot.messages, self.policy, token_counts=snapshot.counts, force=self.force
         )
         middle = snapshot.messages[head_end:tail_start]
+        counts = snapshot.counts[head_end:tail_start]
         if sources is None:
-            return Partition(state.messages[:head_end], middle, state.messages[tail_start:])
+            head, tail = state.messages[:head_end], state.messages[tail_start:]
+            return Partition(head, middle, tail), counts
+        ordered = all(a < b for a, b in pairwise(sources))  # pruning keeps the order
+        if ordered and len(sources) == len(state.messages):
+            # the head is a prefix of `state`, the tail a suffix
+            head_stop = bisect_left(sources, head_end)
+            tail_from = bisect_left(sources, tail_start, head_stop)
+            head, tail = state.messages[:head_stop], state.messages[tail_from:]
+            return Partition(head, middle, tail), counts
         pairs = list(zip(state.messages, sources, strict=True))
         head = [m for m, i in pairs if i < head_end]
         tail = [m for m, i in pairs if i >= tail_start]
-        return Partition(head, middle, tail)
+        return Partition(head, middle, tail), counts
 
     def summarize_with_retries(self, request: SummaryRequest) -> str:
         """The summary text; retries with exponential backoff (docs/behaviour.md#retries), or after
@@ -232,16 +246,28 @@ class SummaryStep:
     ) -> SummaryOutcome:
         """`[*head, summary, *tail]` (docs/behaviour.md#summary); the summary ends with the
         outlines."""
+        level, covered = self._span(parts.middle)
         message = make_summary_message(
             f"{text}\n\n{outlines}" if outlines else text,
             summarizer=self.name,
             message_count=len(parts.middle),
-            covered_message_count=_covered(parts.middle),
-            level=_level(parts.middle),
+            covered_message_count=covered,
+            level=level,
             created_at=self.clock.now().isoformat(timespec="seconds"),
         )
         new = state.then([*parts.head, message, *parts.tail], self.policy.encoding)
         return SummaryOutcome(new, text, message, parts, outlines)
+
+    def _span(self, middle: Sequence[Message]) -> tuple[int, int]:
+        """(`_level`, `_covered`) of a span, its earlier summaries found in one pass, once
+        per run (a run assembles its summary again when it asks again)."""
+        known = self._spans.get(id(middle))
+        if known is not None and known[0] is middle:
+            return known[1], known[2]
+        summaries = [m for m in middle if is_summary_message(m)]
+        level, covered = _level(summaries), len(middle) - len(summaries) + _covered(summaries)
+        self._spans[id(middle)] = (middle, level, covered)
+        return level, covered
 
     def retention_check(
         self,
@@ -296,22 +322,19 @@ class SummaryStep:
             return ""
 
 
-def _level(middle: Sequence[Message]) -> int:
-    """1 + the deepest earlier summary inside the span (multi-level compaction,
+def _level(summaries: Sequence[Message]) -> int:
+    """1 + the deepest of a span's earlier summaries (multi-level compaction,
     docs/behaviour.md#summaries-of-summaries)."""
-    levels = [_metadata(m).get("level", 1) for m in middle if is_summary_message(m)]
+    levels = [_metadata(m).get("level", 1) for m in summaries]
     return 1 + max((int(level) for level in levels), default=0)
 
 
-def _covered(middle: Sequence[Message]) -> int:
-    """Original messages the span stands for, counting through earlier summaries."""
+def _covered(summaries: Sequence[Message]) -> int:
+    """Original messages a span's earlier summaries stand for, counting through theirs."""
     total = 0
-    for message in middle:
-        if is_summary_message(message):
-            meta = _metadata(message)
-            total += int(meta.get("covered_message_count", meta.get("message_count", 1)))
-        else:
-            total += 1
+    for message in summaries:
+        meta = _metadata(message)
+        total += int(meta.get("covered_message_count", meta.get("message_count", 1)))
     return total
 
 

@@ -295,7 +295,7 @@ def message_token_counts(
     list of mappings.
     """
     _check_list(messages)
-    count = text_counter(encoding)
+    count = _remembering(text_counter(encoding))
     return [
         _message_count(message, count, "messages", index) for index, message in enumerate(messages)
     ]
@@ -315,6 +315,26 @@ def count_tokens(messages: Sequence[Mapping[str, Any]], *, encoding: str | None 
 def _check_list(messages: Any) -> None:
     if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
         raise InvalidMessagesError([Problem("messages", "must be a list of messages")])
+
+
+#: Texts this long are counted once per call of `message_token_counts`: a file read again,
+#: a tool result repeated, come back as the same text.
+_REPEAT_MIN: Final = 1024
+
+
+def _remembering(count: _Count) -> _Count:
+    """`count`, each long text counted once (`_REPEAT_MIN`)."""
+    seen: dict[str, int] = {}
+
+    def remembered(text: str) -> int:
+        if len(text) < _REPEAT_MIN:
+            return count(text)
+        tokens = seen.get(text)
+        if tokens is None:
+            tokens = seen[text] = count(text)
+        return tokens
+
+    return remembered
 
 
 def _message_count(message: Any, count: _Count, path: str, index: int | None = None) -> int:
@@ -345,6 +365,10 @@ def _blocks_count(blocks: Iterable[Any], count: _Count) -> int:
                 total += count(content) if content else 0
             elif isinstance(content, list):
                 total += _blocks_count(content, count)
+        elif kind == "tool_use":  # `_block_pieces`' two, without the generator
+            name = str(block.get("name") or "")
+            arguments = compact_json(block.get("input", {}))
+            total += (count(name) if name else 0) + count(arguments)
         else:
             for piece in _block_pieces((block,)):
                 total += piece if isinstance(piece, int) else (count(piece) if piece else 0)
@@ -403,4 +427,9 @@ def _is_text_source(block: Mapping[str, Any]) -> bool:
 
 def compact_json(value: Any) -> str:
     """JSON without spaces, as tool_use input is counted and truncated."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _COMPACT_JSON.encode(value)
+
+
+#: `json.dumps(value, ensure_ascii=False, separators=(",", ":"))`, without making an
+#: encoder for each call.
+_COMPACT_JSON: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))

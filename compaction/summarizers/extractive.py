@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Final
 
 from ..messages import (
@@ -60,6 +61,9 @@ _ERROR_LINE: Final = re.compile(
     re.IGNORECASE,
 )
 _TODO_LINE: Final = re.compile(r"\b(?:TODO|FIXME|next steps?|still need|remaining)\b", re.I)
+_ERROR_NAME: Final = re.compile(r"^\s*[\w.]*(?:Error|Exception)\b")
+_LOWER_WORD: Final = re.compile(r"[a-z]+")
+_CAMEL_JOINT: Final = re.compile(r"([a-z])([A-Z])")
 #: Operations that say only that a path came up, shown when nothing else is known.
 _WEAK_OPERATIONS: Final = ("mentioned", "touched")
 # Priorities (lower is kept first): the original goal; the current request, todo list,
@@ -90,6 +94,7 @@ class _Collector:
     todos: list[str] = field(default_factory=list)
     todo_order: float = 0
     latest_update: tuple[float, str] | None = None
+    latest_text: tuple[float, str] | None = None  # a newer update, still a whole text
     latest_request: int | None = None  # index in `lines`
     seen_request: bool = False
     dropped: dict[str, int] = field(default_factory=dict)  # lines earlier summaries left out
@@ -112,18 +117,27 @@ class _Collector:
             self.earlier_summary(order, parse_summary(message_text(message)))
             return
         role = message.get("role")
+        content = message.get("content")
+        if isinstance(content, str):  # one text block
+            self.text(order, role, message, content)
+            return
         for block in blocks_of(message):
             kind = block.get("type")
-            if kind == "text" and role == "user" and not is_meta(message):
-                self.user_text(order, str(block.get("text", "")))
-            elif kind == "text" and role == "assistant":
-                self.assistant_text(order, str(block.get("text", "")))
-            elif kind == "text" and role == "system":  # mid-conversation notes: paths, TODOs
-                self.text_mentions(order, str(block.get("text", "")))
+            if kind == "text":
+                self.text(order, role, message, str(block.get("text", "")))
             elif kind == "tool_use":
                 self.tool_use(order, block)
             elif kind == "tool_result":
                 self.tool_result(order, block)
+
+    def text(self, order: int, role: Any, message: Mapping[str, Any], text: str) -> None:
+        if role == "user":
+            if not is_meta(message):
+                self.user_text(order, text)
+        elif role == "assistant":
+            self.assistant_text(order, text)
+        elif role == "system":  # mid-conversation notes: paths, TODOs
+            self.text_mentions(order, text)
 
     def earlier_summary(self, order: int, summary: EarlierSummary) -> None:
         """Merge an earlier summary's parts (`summary_merge`); its lines keep their order,
@@ -150,7 +164,7 @@ class _Collector:
         if summary.todos:
             self.todos, self.todo_order = list(summary.todos), order
         if summary.latest_update:
-            self.latest_update = (order, summary.latest_update)
+            self.latest_update, self.latest_text = (order, summary.latest_update), None
         priorities = {FILES: _DETAIL, TOOLS: _EARLIER_CALL, STATE: _KEEP, ERRORS: _KEEP}
         for section, priority in priorities.items():
             for line in summary.lines.get(section, []):
@@ -168,13 +182,12 @@ class _Collector:
         self.text_mentions(order, text)
 
     def assistant_text(self, order: int, text: str) -> None:
-        first = first_nonblank_line(text)
-        if first:
-            self.latest_update = (order, self.clip(first, 0.7))
+        if text and not text.isspace():  # it has a first non-blank line: the latest update
+            self.latest_text = (order, text)  # clipped in `finish`: only the last one shows
         self.text_mentions(order, text)
 
     def text_mentions(self, order: int, text: str) -> None:
-        if _TODO_LINE.search(text):
+        if _may_hold_todo(text) and _TODO_LINE.search(text):
             for line in text.splitlines():
                 if _TODO_LINE.search(line):
                     self.add(STATE, f"- Open item: {self.clip(line, 0.7)}", _KEEP, order)
@@ -245,8 +258,8 @@ class _Collector:
         for path, operations in self.files.items():
             shown = [op for op in operations if op not in _WEAK_OPERATIONS] or operations[:1]
             priority = _MENTION if shown == ["mentioned"] else _DETAIL
-            line = Line(FILES, f"- {path}: {', '.join(shown)}", priority, self.file_order[path])
-            self.lines.append(replace(line, path=path))
+            text = f"- {path}: {', '.join(shown)}"
+            self.lines.append(Line(FILES, text, priority, self.file_order[path], path))
         if self.tool_counts:
             counts = ", ".join(
                 f"{name} x{calls}" + (f" ({failed} failed)" if failed else "")
@@ -258,41 +271,69 @@ class _Collector:
             self.add(TOOLS, f"- {total} tool calls: {counts}", _CURRENT, -1)
         for todo in self.todos:
             self.add(STATE, todo, _CURRENT, self.todo_order)
+        if self.latest_text:
+            order, text = self.latest_text
+            self.latest_update = (order, self.clip(first_nonblank_line(text), 0.7))
         if self.latest_update:
             order, text = self.latest_update
             self.add(STATE, f"- Latest assistant update: {text}", _CURRENT, order)
         if self.latest_request is not None:  # the newest request is the current task
             request = self.lines[self.latest_request]
             if request.priority > _CURRENT:
-                self.lines[self.latest_request] = replace(request, priority=_CURRENT)
+                self.lines[self.latest_request] = request._replace(priority=_CURRENT)
 
 
 def _operation(name: str, tool_input: Mapping[str, Any]) -> str:
     """What a call does to the files it names: from its command's first word, else its name."""
-    candidates = []
     command = tool_input.get("command")
     if isinstance(command, str) and command.strip():
-        candidates.append(_words(command.split(maxsplit=1)[0]))
-    candidates.append(_words(name))
-    for words in candidates:
-        for keys, operation in _OPERATIONS:
-            if words & keys:
-                return operation
-    return "used"
+        operation = _word_operation(command.split(maxsplit=1)[0])
+        if operation is not None:
+            return operation
+    return _word_operation(name) or "used"
+
+
+@lru_cache(maxsize=1024)
+def _word_operation(text: str) -> str | None:
+    """The operation the words of a tool name or command name (`_OPERATIONS`), if any."""
+    words = _words(text)
+    for keys, operation in _OPERATIONS:
+        if words & keys:
+            return operation
+    return None
 
 
 def _words(text: str) -> set[str]:
     """Lowercase words of an identifier or command: `MultiEdit` -> {multi, edit}."""
-    return set(re.findall(r"[a-z]+", re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower()))
+    return set(_LOWER_WORD.findall(_CAMEL_JOINT.sub(r"\1 \2", text).lower()))
 
 
-def _paths_in(text: str) -> Iterable[str]:
-    """File paths written in free text: words that look like `dir/name.ext` or `name.py`."""
-    for word in text.split():
-        if "/" in word or "." in word:
-            candidate = word.strip(_EDGE_PUNCTUATION).rstrip(".")
-            if _PATH_TOKEN.fullmatch(candidate):
-                yield candidate
+def _may_hold_todo(text: str) -> bool:
+    """False only when `_TODO_LINE` cannot match: an ASCII text without its words in any
+    case (a quick test before the regex, which is slow on long texts)."""
+    if not text.isascii():
+        return True
+    lowered = text.lower()
+    return (
+        "todo" in lowered
+        or "fixme" in lowered
+        or "next step" in lowered
+        or "still need" in lowered
+        or "remaining" in lowered
+    )
+
+
+def _paths_in(text: str) -> list[str]:
+    """File paths written in free text: words that look like `dir/name.ext` or `name.py`
+    (every path `_PATH_TOKEN` matches has a dot)."""
+    return [path for word in text.split() if "." in word and (path := _word_path(word))]
+
+
+@lru_cache(maxsize=4096)
+def _word_path(word: str) -> str | None:
+    """The path a word of free text names, without its edge punctuation; None if none."""
+    candidate = word.strip(_EDGE_PUNCTUATION).rstrip(".")
+    return candidate if _PATH_TOKEN.fullmatch(candidate) else None
 
 
 def _input_paths(tool_input: Mapping[str, Any]) -> Iterable[str]:
@@ -318,7 +359,7 @@ def _argument(tool_input: Mapping[str, Any]) -> str:
 def _error_line(text: str) -> str:
     """The line that names the error: the last `...Error:` line of a traceback, else the first."""
     lines = [line for line in text.splitlines() if line.strip()]
-    named = [line for line in lines if re.match(r"^\s*[\w.]*(?:Error|Exception)\b", line)]
+    named = [line for line in lines if _ERROR_NAME.match(line)]
     return named[-1] if named else (lines[0] if lines else "")
 
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Final
+from functools import lru_cache
+from typing import Final, NamedTuple
 
-from ..tokens import get_encoding
+from ..tokens import text_counter
 from .prompt import SECTIONS
 
 __all__ = [
@@ -47,8 +47,7 @@ _ESSENTIAL: Final = 2
 _MISSES: Final = 50
 
 
-@dataclass(frozen=True)
-class Line:
+class Line(NamedTuple):
     """One summary line: its section, priority (lower is kept first) and position in the
     span (newer lines are kept first within a priority); `path` for a file's line."""
 
@@ -93,23 +92,23 @@ def fit(
 ) -> str:
     """Render the lines that fit in `max_tokens` (module doc). Lines are only encoded when
     they are considered. `dropped_before`: lines per section earlier summaries left out."""
-    encode = get_encoding(encoding).encode_ordinary
+    count = text_counter(encoding)
     costs: dict[int, int] = {}
 
     def cost(index: int) -> int:
         if index not in costs:
-            costs[index] = len(encode(lines[index].text)) + 1
+            costs[index] = count(lines[index].text) + 1
         return costs[index]
 
     sections = _rendered_sections(lines)
-    fixed = sum(len(encode(f"{section}:\n- none\n")) + _NOTE_RESERVE for section in sections)
+    fixed = sum(_count(f"{section}:\n- none\n", encoding) + _NOTE_RESERVE for section in sections)
     budget = max_tokens - fixed
     ranked = sorted(range(len(lines)), key=lambda i: (lines[i].priority, -lines[i].order))
     chosen: set[int] = set()
     required = [i for i in ranked if lines[i].section == KEY_IDENTIFIERS]
     spent = _take(required, budget, cost, chosen)
     shared = budget - spent
-    files = _Files(lines, [i for i in ranked if lines[i].path is not None], encode)
+    files = _Files(lines, [i for i in ranked if lines[i].path is not None], encoding)
     for section, share in _SHARES.items():
         if section == FILES:
             spent += files.take(int(shared * share), cost, chosen)
@@ -127,7 +126,7 @@ def fit(
     layout = _Layout(lines, sections, dict(dropped_before or {}))
     older = files.older
     text = layout.render(chosen, older)
-    while len(encode(text)) > max_tokens and (chosen or older):
+    while count(text) > max_tokens and (chosen or older):
         if older:
             older.pop()
         else:
@@ -140,14 +139,12 @@ class _Files:
     """The file lines: the best have a line of their own, the next are listed on the
     `OLDER_FILES` line (a path costs less than a line), so more paths fit."""
 
-    def __init__(
-        self, lines: Sequence[Line], ranked: list[int], encode: Callable[[str], list[int]]
-    ) -> None:
+    def __init__(self, lines: Sequence[Line], ranked: list[int], encoding: str | None) -> None:
         self.lines = lines
         self.ranked = ranked
         self.all = set(ranked)
-        self.costs = [len(encode(str(lines[i].path))) + 1 for i in ranked]
-        self.header = len(encode(OLDER_FILES)) + 1
+        self.costs = [_count(str(lines[i].path), encoding) + 1 for i in ranked]
+        self.header = _count(OLDER_FILES, encoding) + 1
         self.older: list[str] = []
         self.listed = 0  # ranked[:full] have lines, ranked[full:listed] are on the list
         self.full = 0
@@ -178,6 +175,12 @@ class _Files:
             used += self.costs[self.listed]
             self.listed += 1
         return used if len(self.older) > start else 0
+
+
+@lru_cache(maxsize=8192)
+def _count(text: str, encoding: str | None) -> int:
+    """Tokens of a path or a heading: the same ones recur in every summary of a run."""
+    return text_counter(encoding)(text)
 
 
 def _take(

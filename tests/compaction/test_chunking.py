@@ -7,6 +7,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from compaction import transcript_costs
 from compaction.chunking import (
     chunk_messages,
     cut_to_fit,
@@ -15,10 +16,26 @@ from compaction.chunking import (
     message_costs,
     tool_units,
 )
-from compaction.messages import is_summary_message, tool_result_ids, tool_use_ids
+from compaction.messages import (
+    SUMMARY_KEY,
+    SUMMARY_PREFIX,
+    is_summary_message,
+    make_summary_message,
+    tool_result_ids,
+    tool_use_ids,
+)
 from compaction.summarizers.prompt import serialize_transcript
 from compaction.tokens import count_prefixed, count_text_tokens, message_token_counts
-from tests.support.histories import assistant, exchange, histories, tool_results, user
+from tests.support.encoded import recording_encodes
+from tests.support.histories import (
+    WORDS,
+    assistant,
+    exchange,
+    histories,
+    tool_call,
+    tool_results,
+    user,
+)
 
 CI = settings(
     max_examples=60,
@@ -178,3 +195,109 @@ def test_costs_from_cached_counts_are_the_encoded_costs(texts: list[str]) -> Non
             messages.append({"role": "user", "content": [{**result, "is_error": index % 2 == 0}]})
     counts = message_token_counts(messages)
     assert message_costs(messages, counts=counts) == message_costs(messages)
+
+
+_TEXT = _TEXTS.map("".join)
+_BLOCKS = st.one_of(
+    _TEXT.map(lambda text: {"type": "text", "text": text}),
+    _TEXT.map(lambda text: {"type": "thinking", "thinking": text}),
+    st.builds(
+        lambda name, path, id_: {
+            "type": "tool_use",
+            "id": id_,
+            "name": name,
+            "input": {"file_path": path, "note": "x y"},
+        },
+        st.sampled_from(["Read", "", "multi word", "Bash"]),
+        _TEXT,
+        st.sampled_from(["t1", "toolu_01 x"]),
+    ),
+    st.builds(
+        lambda text, error: {"type": "tool_result", "tool_use_id": "t1", "content": text, **error},
+        _TEXT,
+        st.sampled_from([{}, {"is_error": True}]),
+    ),
+    st.lists(
+        st.one_of(
+            _TEXT.map(lambda text: {"type": "text", "text": text}),
+            st.just({"type": "image", "source": {"type": "base64", "data": "AAAA"}}),
+            st.just({"type": "text"}),
+        ),
+        max_size=3,
+    ).map(lambda items: {"type": "tool_result", "tool_use_id": "t2", "content": items}),
+    st.just({"type": "image", "source": {"type": "base64", "data": "AAAA"}}),
+    st.just({"type": "document", "source": {"type": "text", "data": "some text"}}),
+    st.just({"type": "redacted_thinking", "data": "abc"}),
+    st.just({"type": "tool_result", "tool_use_id": "t3"}),
+)
+_MESSAGES = st.one_of(
+    st.builds(
+        lambda role, text: {"role": role, "content": text}, st.sampled_from(["user", "x"]), _TEXT
+    ),
+    st.builds(
+        lambda role, blocks: {"role": role, "content": blocks},
+        st.sampled_from(["user", "assistant"]),
+        st.lists(_BLOCKS, max_size=4),
+    ),
+    _TEXT.map(lambda text: {"role": "user", "content": f"{SUMMARY_PREFIX}{text}"}),
+    _TEXT.map(lambda text: make_summary_message(text)),
+    _TEXT.map(lambda text: {"role": "user", "content": text, SUMMARY_KEY: {}}),
+)
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    messages=st.lists(_MESSAGES, min_size=1, max_size=4),
+    encoding=st.sampled_from(["o200k_base", "cl100k_base"]),
+)
+def test_costs_from_counts_are_exact_for_every_block_shape(
+    messages: list[dict[str, Any]], encoding: str
+) -> None:
+    counts = message_token_counts(messages, encoding)
+    assert message_costs(messages, encoding, counts) == message_costs(messages, encoding)
+
+
+def test_costs_from_counts_encode_no_text_of_the_messages() -> None:
+    # Texts long enough to hold many chunks: costing them from their counts encodes the
+    # few chunks at each junction (a word or so), never a message's text.
+    texts = [" ".join(WORDS[i % 7 :] * 20) for i in range(6)]
+    messages: list[dict[str, Any]] = [
+        user(texts[0]),
+        tool_call("t1", text=texts[1], tool_input={"command": texts[2]}),
+        tool_results(("t1", texts[3])),
+        assistant(f"  {texts[4]}\n"),
+        make_summary_message(texts[5]),
+    ]
+    counts = message_token_counts(messages)
+    expected = message_costs(messages)
+    transcript_costs._short_tokens.cache_clear()
+    with recording_encodes() as encoded:
+        assert message_costs(messages, counts=counts) == expected
+    assert encoded, "the transcript's own text is encoded"
+    assert max(len(text) for text in encoded) < 60
+    assert sum(len(text) for text in encoded) < sum(len(text) for text in texts) / 20
+
+
+_LONG_TEXT = st.lists(st.sampled_from([*_PIECES, "foo", "Bar", "\u0301", "-", "  x"]), max_size=90)
+
+
+@settings(deadline=None, max_examples=200)
+@given(
+    text=_LONG_TEXT.map("".join),
+    name=st.sampled_from(["Read", "", "two words"]),
+    path=st.sampled_from(["a.py", "src/pkg/module_1.py", " x" * 30]),
+    encoding=st.sampled_from(["o200k_base", "cl100k_base"]),
+)
+def test_costs_from_counts_are_exact_for_long_texts_and_calls(text, name, path, encoding):
+    # The commonest shapes are costed without a layout: text then a tool call, a tool
+    # result of text, a text alone.
+    call = {"type": "tool_use", "id": "toolu_1", "name": name, "input": {"file_path": path}}
+    messages: list[dict[str, Any]] = [
+        {"role": "assistant", "content": [{"type": "text", "text": text}, call]},
+        tool_results(("toolu_1", text)),
+        tool_results(("toolu_1", text, True)),
+        user(text),
+        assistant(text),
+    ]
+    counts = message_token_counts(messages, encoding)
+    assert message_costs(messages, encoding, counts) == message_costs(messages, encoding)

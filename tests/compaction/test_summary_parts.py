@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compaction import (
     AnthropicSummarizer,
@@ -21,11 +24,13 @@ from compaction import (
 )
 from compaction.messages import is_summary_message, make_summary_message
 from compaction.summarizers.prompt import SYSTEM_PROMPT, build_user_prompt
-from compaction.tokens import count_text_tokens
+from compaction.summary_parts import _lines_within
+from compaction.tokens import _message_pieces, count_text_tokens, message_token_counts
 from tests.support.clock import FakeClock
+from tests.support.encoded import recording_encodes
 from tests.support.fake_anthropic import Reply
 from tests.support.fake_openai import ChatReply
-from tests.support.histories import exchange, synthetic_history, system, user
+from tests.support.histories import WORDS, exchange, synthetic_history, system, user
 
 LIMIT = 4000
 POLICY = Policy(
@@ -294,3 +299,49 @@ def test_openai_parts_are_cut_from_the_same_middle(fake_openai):
     assert "- part 1" in final_prompt
     assert "earlier summaries" in final_prompt
     assert result.compacted
+
+
+def test_a_parted_summary_from_cached_counts_encodes_no_stored_text():
+    # Issue 14: with the counts cached only new text is counted (the part summaries, the
+    # summary, the identifier lines of the re-ask), never a stored message's text.
+    history = [_with_text(message, index) for index, message in enumerate(BIG)]
+    counts = message_token_counts(history)
+    stored = {piece for m in history for piece in _message_pieces(m, "m")[0] if len(piece) > 300}
+    policy = POLICY.replace(min_recall=1.0)
+
+    with recording_encodes() as encoded:
+        result = compact_messages(history, policy, force=True, token_counts=counts)
+
+    assert result.compacted
+    assert any(event.phase == "summary_chunk" for event in result.events)  # parted
+    long = [text for text in encoded if len(text) > 300]
+    assert [text for text in long if any(piece in text for piece in stored)] == []
+
+
+def _with_text(message: dict[str, Any], index: int) -> dict[str, Any]:
+    """`message`, its tool calls said with some text first (as an agent often does)."""
+    content = message["content"]
+    if message["role"] != "assistant" or not any(b["type"] == "tool_use" for b in content):
+        return message
+    text = f"Step {index}: " + " ".join(WORDS[index % 9 :] * 6)
+    return {**message, "content": [{"type": "text", "text": text}, *content]}
+
+
+@settings(deadline=None, max_examples=40)
+@given(
+    identifiers=st.lists(
+        st.text(st.sampled_from("ab/.- _\n1é"), min_size=1, max_size=30), max_size=150
+    ),
+    room=st.integers(0, 3000),
+)
+def test_the_identifiers_that_fit_are_those_counted_one_by_one(identifiers, room):
+    fitting = 0
+    left = room
+    for identifier in identifiers:
+        cost = count_text_tokens(f"- {identifier}\n") + 1
+        if cost > left:
+            break
+        left -= cost
+        fitting += 1
+
+    assert _lines_within(identifiers, room, None) == fitting

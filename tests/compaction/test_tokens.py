@@ -19,7 +19,12 @@ from tiktoken_ext import openai_public
 
 from compaction import count_tokens, get_encoding, message_token_counts, message_tokens, tokens
 from compaction.errors import UnknownEncodingError
-from compaction.tokens import ENCODINGS, IMAGE_TOKENS, count_text_tokens
+from compaction.tokens import (
+    ENCODINGS,
+    IMAGE_TOKENS,
+    count_text_tokens,
+)
+from tests.support.encoded import recording_encodes
 from tests.support.histories import assistant, exchange, synthetic_history, user
 
 TEXT = "The quick brown fox jumps over the lazy dog; naïve café — 東京 🚀"
@@ -364,3 +369,15 @@ def test_fast_counting_can_be_turned_off(counting_spy):
 
     assert tokens.count_text_tokens(TEXT) == expected
     assert counting_spy == [TEXT]
+
+
+def test_a_long_text_that_comes_back_is_encoded_once_per_count():
+    # A file read again comes back as the same text: counted once, the same count each time.
+    source = "\n".join(f"def function_{n}(value):\n    return value * {n}" for n in range(60))
+    history = [user("read it"), *exchange("t1", "Read", {"file_path": "a.py"}, source)]
+    history += exchange("t2", "Read", {"file_path": "a.py"}, source)
+    with recording_encodes() as encoded:
+        counts = message_token_counts(history)
+
+    assert encoded.count(source) == 1
+    assert counts[2] == counts[4] == count_text_tokens(source)

@@ -1,0 +1,47 @@
+"""Counts of messages rewritten by pruning, from their sources' counts (issue 14)."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from compaction import message_token_counts, message_tokens
+from compaction.policy import Policy
+from compaction.prune import prune_tool_blocks
+from compaction.rewritten_counts import rewritten_message_tokens
+from tests.support.encoded import recording_encodes
+from tests.support.histories import histories
+
+
+@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@given(history=histories(max_rounds=8), keep=st.integers(0, 3), threshold=st.integers(1, 40))
+def test_a_rewritten_message_is_counted_as_a_fresh_count_would(history, keep, threshold):
+    # Pruning drops tool calls from messages with text and cuts results to previews: the
+    # rewrite's count from its source's count and the changed blocks is its own count.
+    policy = Policy(
+        tool_blocks_keep_recent=keep,
+        tool_result_threshold=threshold,
+        tool_call_threshold=threshold,
+        preview_tokens=5,
+    )
+    pruned = prune_tool_blocks(history, policy, merge_roles=False)
+    counts = message_token_counts(history)
+    rewritten = 0
+    for message, source in zip(pruned.messages, pruned.source_indexes, strict=True):
+        old = history[source]
+        if message is not old:
+            rewritten += 1
+            assert rewritten_message_tokens(old, counts[source], message) == message_tokens(message)
+    assert rewritten or not pruned.changed_messages
+
+
+def test_a_rewrite_encodes_the_smaller_side():
+    text = " ".join(["word"] * 500)
+    call = {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a.py"}}
+    old = {"role": "assistant", "content": [{"type": "text", "text": text}, call]}
+    new = {"role": "assistant", "content": [old["content"][0]]}
+    count = message_tokens(old)
+    with recording_encodes() as encoded:
+        assert rewritten_message_tokens(old, count, new) == message_tokens(new)
+    assert text not in encoded[:-1]  # the last encode is message_tokens' own
+    assert encoded[:-1] == ["Read", '{"file_path":"a.py"}']
