@@ -26,6 +26,7 @@ searching for the rest.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any, Final
@@ -97,8 +98,8 @@ class _Words:
     identifier is a whole word of the text, and three such words in a row are three words
     in a row of the text; a word with whitespace only before it starts a word of the text,
     one with whitespace only after it ends one. An identifier of one word (a path, a URL)
-    lies inside one word of the text, so it is searched among the text's words that hold
-    its `/` or `.` only.
+    lies inside one word of the text, so it is looked up among the suffixes of the text's
+    words that hold its `/` or `.`. An identifier that is a word of the text is there.
     """
 
     AFFIX: Final = 4
@@ -107,7 +108,6 @@ class _Words:
         self.text = text
         self.words = text.split()
         self.whole = set(self.words)
-        self._holding: dict[str, str] = {}
 
     @cached_property
     def triples(self) -> set[tuple[str, str, str]]:
@@ -123,19 +123,38 @@ class _Words:
 
     def holds(self, identifier: str) -> bool:
         """True when `identifier` occurs verbatim in the text."""
-        parts = identifier.split()
+        if identifier in self.whole:
+            return True
+        parts = identifier.split(None, 4)
+        if len(parts) == 5:  # its 2nd to 4th words have whitespace on both sides
+            if (parts[1], parts[2], parts[3]) not in self.triples:
+                return False
+            parts = identifier.split()
         if len(parts) == 1 and len(parts[0]) == len(identifier):
-            for mark in ("/", "."):
-                if mark in identifier:
-                    return identifier in self._words_holding(mark)
+            if "/" in identifier or "." in identifier:
+                return self._inside_a_word(identifier)
             return identifier in self.text
         return self._may_hold(identifier, parts) and identifier in self.text
 
-    def _words_holding(self, mark: str) -> str:
-        """The distinct words that hold `mark`, one a line."""
-        if mark not in self._holding:
-            self._holding[mark] = "\n".join({word for word in self.whole if mark in word})
-        return self._holding[mark]
+    @cached_property
+    def suffixes(self) -> list[str]:
+        """The suffixes of the words that hold a `/` or a `.`, from the first up to one
+        starting at the last of these marks, sorted."""
+        return sorted(
+            {
+                word[start:]
+                for word in self.whole
+                if "/" in word or "." in word
+                for start in range(max(word.rfind("/"), word.rfind(".")) + 1)
+            }
+        )
+
+    def _inside_a_word(self, identifier: str) -> bool:
+        """True when `identifier`, one word holding a `/` or a `.`, is inside a word of the
+        text: it then starts one of `suffixes` (a bisection finds it)."""
+        suffixes = self.suffixes
+        index = bisect_left(suffixes, identifier)
+        return index < len(suffixes) and suffixes[index].startswith(identifier)
 
     def _may_hold(self, identifier: str, parts: list[str]) -> bool:
         """False only when `identifier` (split into `parts`) cannot occur in the text."""
@@ -268,31 +287,53 @@ def _error_lines(text: str) -> list[str]:
     """Up to 3 error lines (as str.splitlines cuts them), in order.
 
     Every match of the error pattern holds one of `_ERROR_WORDS`, so only the lines holding
-    one are tested: each is cut out around such a word, between two "\\n" (split again when
+    one are tested: each is cut out around such a word, between two "\n" (split again when
     it holds another line break)."""
-    if not any(word in text for word in _ERROR_WORDS):
+    if not (
+        "Error" in text
+        or "Exception" in text
+        or "Traceback" in text
+        or "FAILED" in text
+        or "failed" in text
+        or "error:" in text
+    ):
         return []
     found: list[str] = []
     position = 0
-    while (hint := _ERROR_HINT.search(text, position)) is not None:
+    search = _ERROR_HINT.search
+    while (hint := search(text, position)) is not None:
         start = text.rfind("\n", 0, hint.start()) + 1
-        end = text.find("\n", hint.end())
-        if end < 0:
-            end = len(text)
-        segment = text[start:end]
-        lines = [segment]
-        if not segment.isprintable() and _OTHER_BREAK.search(segment):
-            lines = [line for line in segment.splitlines() if _ERROR_HINT.search(line)]
-        for line in lines:
-            stripped = line.strip()
-            if stripped == _GENERIC_TRACEBACK or _NOT_ERROR.match(line):
-                continue
-            if _ERROR.search(stripped):
-                found.append(stripped[:_MAX_LINE])
-                if len(found) == _ERRORS_PER_BLOCK:
-                    return found
-        position = end + 1
+        position = text.find("\n", hint.end()) + 1 or len(text) + 1
+        line = text[start : position - 1]
+        if line.isprintable() or _OTHER_BREAK.search(line) is None:
+            first = hint.start() - start
+            if _is_error(line, first, found) and len(found) == _ERRORS_PER_BLOCK:
+                return found
+            continue
+        for part in line.splitlines():
+            if (
+                (inside := search(part))
+                and _is_error(part, inside.start(), found)
+                and len(found) == _ERRORS_PER_BLOCK
+            ):
+                return found
     return found
+
+
+def _is_error(line: str, first: int, found: list[str]) -> bool:
+    """Appends `line`, stripped and trimmed, to `found` when it is an error line.
+
+    `first`: where its first error word is. A match of the error pattern holds one and
+    starts at the start of a word (of `\\w` characters) or at the error word, so it is
+    searched from the last space before `first`; whitespace around the line changes no
+    word boundary, so the unstripped line has the same matches as the stripped one."""
+    stripped = line.strip()
+    if stripped == _GENERIC_TRACEBACK or _NOT_ERROR.match(line):
+        return False
+    if not _ERROR.search(line, line.rfind(" ", 0, first) + 1):
+        return False
+    found.append(stripped[:_MAX_LINE])
+    return True
 
 
 def _todos(text: str) -> Iterator[str]:
