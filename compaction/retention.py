@@ -34,6 +34,8 @@ from typing import Any, Final
 from .messages import (
     blocks_of,
     first_nonblank_line,
+    is_meta,
+    is_summary_message,
     message_text,
     starts_round,
     tool_result_text,
@@ -204,13 +206,13 @@ class _Scan:
         role = message.get("role")
         content = message.get("content")
         calls: dict[str, str] = {}
-        if isinstance(content, str):  # one text block
-            if starts_round(message):
+        if isinstance(content, str):  # one text block: `starts_round` without its walk
+            if role == "user" and not is_meta(message) and not is_summary_message(message):
                 self.add(_first_line(content))
             if role in _TEXT_ROLES:
                 self.text(content, role == "user")
         elif isinstance(content, list):
-            if starts_round(message):
+            if role == "user" and starts_round(message):
                 self.add(_first_line(_plain_text(message)))
             for block in content:
                 if isinstance(block, dict):
@@ -242,9 +244,14 @@ class _Scan:
         """References and open TODOs of `text`, and its error lines when `errors`."""
         words = text.split()
         if not self.words.issuperset(words):
-            fresh = [word for word in dict.fromkeys(words) if word not in self.words]
+            fresh = set(words).difference(self.words)
             self.words.update(fresh)
-            for reference in _references(fresh):
+            # Only a word with a `/` or a `.` can give something.
+            marked = [word for word in fresh if "/" in word or "." in word]
+            if len(marked) > 1:  # in the order of the text
+                fresh = set(marked)
+                marked = [word for word in dict.fromkeys(words) if word in fresh]
+            for reference in _references(marked):
                 self.add(reference)
         if "[ ]" in text or "TODO:" in text:  # the pattern's two literals
             for match in _TODO.finditer(text):
