@@ -242,7 +242,7 @@ class _Scan:
 
     def text(self, text: str, errors: bool) -> None:
         """References and open TODOs of `text`, and its error lines when `errors`."""
-        words = text.split()
+        words = text.split() if "/" in text or "." in text else []
         if not self.words.issuperset(words):
             fresh = set(words).difference(self.words)
             self.words.update(fresh)
