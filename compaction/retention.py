@@ -89,7 +89,7 @@ def measure_recall(
         return 1.0, []
     haystack = "\n".join(_searchable_texts(messages))
     words = _Words(haystack)
-    missing = [identifier for identifier in identifiers if not words.holds(identifier)]
+    missing = words.missing(identifiers)
     return (len(identifiers) - len(missing)) / len(identifiers), missing
 
 
@@ -125,13 +125,30 @@ class _Words:
 
     def holds(self, identifier: str) -> bool:
         """True when `identifier` occurs verbatim in the text."""
-        if identifier in self.whole:
-            return True
-        parts = identifier.split(None, 4)
-        if len(parts) == 5:  # its 2nd to 4th words have whitespace on both sides
-            if (parts[1], parts[2], parts[3]) not in self.triples:
-                return False
-            parts = identifier.split()
+        return not self.missing([identifier])
+
+    def missing(self, identifiers: Sequence[str]) -> list[str]:
+        """The `identifiers` that do not occur in the text, in order.
+
+        A word of the text is there; an identifier whose 2nd to 4th words (whitespace on
+        both sides) are not three words in a row of the text is not."""
+        whole = self.whole
+        missing = []
+        for identifier in identifiers:
+            if identifier in whole:
+                continue
+            parts = identifier.split(None, 4)
+            if len(parts) == 5:
+                if (parts[1], parts[2], parts[3]) not in self.triples:
+                    missing.append(identifier)
+                    continue
+                parts = identifier.split()
+            if not self._holds(identifier, parts):
+                missing.append(identifier)
+        return missing
+
+    def _holds(self, identifier: str, parts: list[str]) -> bool:
+        """`holds`, given the words of `identifier`."""
         if len(parts) == 1 and len(parts[0]) == len(identifier):
             if "/" in identifier or "." in identifier:
                 return self._inside_a_word(identifier)
