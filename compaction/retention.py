@@ -66,6 +66,8 @@ _ERROR_HINT: Final = re.compile("|".join(_ERROR_WORDS))
 _TODO: Final = re.compile(r"^\s*(?:[-*]\s+\[ \]\s+\S.*|.*\bTODO:\s*\S.*)$", re.MULTILINE)
 _OPEN_STATUSES: Final = frozenset({"pending", "in_progress"})
 _TEXT_ROLES: Final = frozenset({"user", "assistant"})
+#: How many distinct words a walk remembers as matched (bounds its memory).
+_REMEMBERED_WORDS: Final = 1 << 16
 #: Line breaks of str.splitlines besides "\n".
 _OTHER_BREAK: Final = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
@@ -262,6 +264,8 @@ class _Scan:
         words = text.split() if "/" in text or "." in text else []
         if not self.words.issuperset(words):
             fresh = set(words).difference(self.words)
+            if len(self.words) > _REMEMBERED_WORDS:  # a cache: forgetting costs time only
+                self.words.clear()
             self.words.update(fresh)
             # Only a word with a `/` or a `.` can give something.
             marked = [word for word in fresh if "/" in word or "." in word]

@@ -10,12 +10,14 @@ and the same recall with both.
 from __future__ import annotations
 
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.histories import project_session, synthetic_session
+from compaction import retention
 from compaction.messages import make_summary_message
 from compaction.retention import extract_identifiers, measure_recall
 from tests.compaction import retention_oracle as oracle
@@ -159,6 +161,16 @@ _HISTORIES = st.lists(_messages(), max_size=8)
 @given(_HISTORIES)
 def test_the_same_identifiers_in_the_same_order(history: list[dict[str, Any]]) -> None:
     assert extract_identifiers(history) == oracle.extract_identifiers(history)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_HISTORIES)
+def test_the_same_identifiers_when_the_words_met_are_forgotten(
+    history: list[dict[str, Any]],
+) -> None:
+    # The words a walk remembers are a cache: forgetting them at every text changes nothing.
+    with patch.object(retention, "_REMEMBERED_WORDS", 0):
+        assert extract_identifiers(history) == oracle.extract_identifiers(history)
 
 
 @settings(max_examples=400, deadline=None)
