@@ -68,6 +68,8 @@ _OPEN_STATUSES: Final = frozenset({"pending", "in_progress"})
 _TEXT_ROLES: Final = frozenset({"user", "assistant"})
 #: How many distinct words a walk remembers as matched (bounds its memory).
 _REMEMBERED_WORDS: Final = 1 << 16
+#: The longest word of a compacted text whose suffixes recall lists (longer ones are searched).
+_SHORT_WORD: Final = 64
 #: Line breaks of str.splitlines besides "\n".
 _OTHER_BREAK: Final = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
@@ -103,7 +105,8 @@ class _Words:
     in a row of the text; a word with whitespace only before it starts a word of the text,
     one with whitespace only after it ends one. An identifier of one word (a path, a URL)
     lies inside one word of the text, so it is looked up among the suffixes of the text's
-    words that hold its `/` or `.`. An identifier that is a word of the text is there.
+    words that hold its `/` or `.` (searched in the long ones). An identifier that is a word
+    of the text is there.
     """
 
     AFFIX: Final = 4
@@ -159,23 +162,33 @@ class _Words:
 
     @cached_property
     def suffixes(self) -> list[str]:
-        """The suffixes of the words that hold a `/` or a `.`, from the first up to one
-        starting at the last of these marks, sorted."""
+        """The suffixes of the short words that hold a `/` or a `.`, from the first up to
+        one starting at the last of these marks, sorted."""
         return sorted(
             {
                 word[start:]
                 for word in self.whole
-                if "/" in word or "." in word
+                if len(word) <= _SHORT_WORD and ("/" in word or "." in word)
                 for start in range(max(word.rfind("/"), word.rfind(".")) + 1)
             }
         )
 
+    @cached_property
+    def long_words(self) -> str:
+        """The words too long to list their suffixes (their number of characters is the
+        square of the word's) that hold a `/` or a `.`, one a line."""
+        return "\n".join(
+            word for word in self.whole if len(word) > _SHORT_WORD and ("/" in word or "." in word)
+        )
+
     def _inside_a_word(self, identifier: str) -> bool:
         """True when `identifier`, one word holding a `/` or a `.`, is inside a word of the
-        text: it then starts one of `suffixes` (a bisection finds it)."""
+        text: it then starts one of `suffixes` (a bisection finds it), or is in a long word."""
         suffixes = self.suffixes
         index = bisect_left(suffixes, identifier)
-        return index < len(suffixes) and suffixes[index].startswith(identifier)
+        if index < len(suffixes) and suffixes[index].startswith(identifier):
+            return True
+        return identifier in self.long_words
 
     def _may_hold(self, identifier: str, parts: list[str]) -> bool:
         """False only when `identifier` (split into `parts`) cannot occur in the text."""

@@ -157,6 +157,19 @@ def test_recall_searches_tool_inputs_and_results() -> None:
     assert measure_recall(["deep/x.py", "y.py"], compacted) == (1.0, [])
 
 
+def test_recall_finds_a_path_inside_a_long_word_without_listing_its_suffixes() -> None:
+    # A base64 blob or a minified line: its suffixes would take the square of its length.
+    blob = "A" * 5000 + "/src/app.py/" + "B" * 5000
+    compacted = [user(f"data:{blob} end"), assistant("see a/b.py")]
+    assert measure_recall(["src/app.py", "a/b.py", "src/app.pyc"], compacted) == (
+        2 / 3,
+        ["src/app.pyc"],
+    )
+    words = retention._Words(f"data:{blob} a/b.py")
+    assert words.holds("src/app.py")
+    assert max(map(len, words.suffixes)) == len("a/b.py")
+
+
 def test_recall_of_no_identifiers_is_one() -> None:
     assert measure_recall([], []) == (1.0, [])
 
