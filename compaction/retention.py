@@ -16,23 +16,26 @@
 `measure_recall` says which of them still appear verbatim in a (compacted) history's text,
 tool inputs included.
 
-Both run on every compaction over the whole middle, so each regex runs only on texts that
-hold its required literal (a `/` for paths, `://` for URLs, ...), and recall first rules out
-identifiers whose whitespace-delimited words the text lacks before searching for the rest.
+Both run on every compaction over the whole middle, so the history is walked once, each
+regex runs only where its required literal is (a `/` for paths, `://` for URLs, an error
+word for error lines), a word already matched anywhere in the history is not matched again,
+and recall first rules out identifiers whose whitespace-delimited words the text lacks before
+searching for the rest.
 """
 
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
-from itertools import accumulate
 from typing import Any, Final
 
 from .messages import (
     blocks_of,
     first_nonblank_line,
+    is_meta,
+    is_summary_message,
     message_text,
     starts_round,
     tool_result_text,
@@ -62,24 +65,21 @@ _ERROR_WORDS: Final = ("Error", "Exception", "Traceback", "FAILED", "failed", "e
 _ERROR_HINT: Final = re.compile("|".join(_ERROR_WORDS))
 _TODO: Final = re.compile(r"^\s*(?:[-*]\s+\[ \]\s+\S.*|.*\bTODO:\s*\S.*)$", re.MULTILINE)
 _OPEN_STATUSES: Final = frozenset({"pending", "in_progress"})
+_TEXT_ROLES: Final = frozenset({"user", "assistant"})
+#: How many distinct words a walk remembers as matched (bounds its memory).
+_REMEMBERED_WORDS: Final = 1 << 16
+#: The longest word of a compacted text whose suffixes recall lists (longer ones are searched).
+_SHORT_WORD: Final = 64
 #: Line breaks of str.splitlines besides "\n".
 _OTHER_BREAK: Final = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
 
 def extract_identifiers(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     """The identifiers a history mentions (module doc), deduplicated, in order."""
-    found: dict[str, None] = {}
-    # Tool names by id of the previous message's calls (a result answers those only: ids
-    # may repeat across turns).
-    asked: dict[str, str] = {}
+    scan = _Scan()
     for message in messages:
-        calls: dict[str, str] = {}
-        for identifier in _message_identifiers(message, asked, calls):
-            identifier = identifier.strip()
-            if identifier:
-                found.setdefault(identifier, None)
-        asked = calls
-    return list(found)
+        scan.message(message)
+    return list(scan.found)
 
 
 def measure_recall(
@@ -93,7 +93,7 @@ def measure_recall(
         return 1.0, []
     haystack = "\n".join(_searchable_texts(messages))
     words = _Words(haystack)
-    missing = [identifier for identifier in identifiers if not words.holds(identifier)]
+    missing = words.missing(identifiers)
     return (len(identifiers) - len(missing)) / len(identifiers), missing
 
 
@@ -104,8 +104,9 @@ class _Words:
     identifier is a whole word of the text, and three such words in a row are three words
     in a row of the text; a word with whitespace only before it starts a word of the text,
     one with whitespace only after it ends one. An identifier of one word (a path, a URL)
-    lies inside one word of the text, so it is searched among the text's words that hold
-    its `/` or `.` only.
+    lies inside one word of the text, so it is looked up among the suffixes of the text's
+    words that hold its `/` or `.` (searched in the long ones). An identifier that is a word
+    of the text is there.
     """
 
     AFFIX: Final = 4
@@ -114,7 +115,6 @@ class _Words:
         self.text = text
         self.words = text.split()
         self.whole = set(self.words)
-        self._holding: dict[str, str] = {}
 
     @cached_property
     def triples(self) -> set[tuple[str, str, str]]:
@@ -130,19 +130,65 @@ class _Words:
 
     def holds(self, identifier: str) -> bool:
         """True when `identifier` occurs verbatim in the text."""
-        parts = identifier.split()
+        return not self.missing([identifier])
+
+    def missing(self, identifiers: Sequence[str]) -> list[str]:
+        """The `identifiers` that do not occur in the text, in order.
+
+        A word of the text is there; an identifier whose 2nd to 4th words (whitespace on
+        both sides) are not three words in a row of the text is not."""
+        whole = self.whole
+        missing = []
+        for identifier in identifiers:
+            if identifier in whole:
+                continue
+            parts = identifier.split(None, 4)
+            if len(parts) == 5:
+                if (parts[1], parts[2], parts[3]) not in self.triples:
+                    missing.append(identifier)
+                    continue
+                parts = identifier.split()
+            if not self._holds(identifier, parts):
+                missing.append(identifier)
+        return missing
+
+    def _holds(self, identifier: str, parts: list[str]) -> bool:
+        """`holds`, given the words of `identifier`."""
         if len(parts) == 1 and len(parts[0]) == len(identifier):
-            for mark in ("/", "."):
-                if mark in identifier:
-                    return identifier in self._words_holding(mark)
+            if "/" in identifier or "." in identifier:
+                return self._inside_a_word(identifier)
             return identifier in self.text
         return self._may_hold(identifier, parts) and identifier in self.text
 
-    def _words_holding(self, mark: str) -> str:
-        """The distinct words that hold `mark`, one a line."""
-        if mark not in self._holding:
-            self._holding[mark] = "\n".join({word for word in self.whole if mark in word})
-        return self._holding[mark]
+    @cached_property
+    def suffixes(self) -> list[str]:
+        """The suffixes of the short words that hold a `/` or a `.`, from the first up to
+        one starting at the last of these marks, sorted."""
+        return sorted(
+            {
+                word[start:]
+                for word in self.whole
+                if len(word) <= _SHORT_WORD and ("/" in word or "." in word)
+                for start in range(max(word.rfind("/"), word.rfind(".")) + 1)
+            }
+        )
+
+    @cached_property
+    def long_words(self) -> str:
+        """The words too long to list their suffixes (their number of characters is the
+        square of the word's) that hold a `/` or a `.`, one a line."""
+        return "\n".join(
+            word for word in self.whole if len(word) > _SHORT_WORD and ("/" in word or "." in word)
+        )
+
+    def _inside_a_word(self, identifier: str) -> bool:
+        """True when `identifier`, one word holding a `/` or a `.`, is inside a word of the
+        text: it then starts one of `suffixes` (a bisection finds it), or is in a long word."""
+        suffixes = self.suffixes
+        index = bisect_left(suffixes, identifier)
+        if index < len(suffixes) and suffixes[index].startswith(identifier):
+            return True
+        return identifier in self.long_words
 
     def _may_hold(self, identifier: str, parts: list[str]) -> bool:
         """False only when `identifier` (split into `parts`) cannot occur in the text."""
@@ -169,107 +215,166 @@ class _Words:
         return len(part) < self.AFFIX or part[: self.AFFIX] in self.starts
 
 
-def _message_identifiers(
-    message: Mapping[str, Any], asked: Mapping[str, str], calls: dict[str, str]
-) -> Iterator[str]:
-    """The identifiers of one message; its tool names go into `calls` by id."""
-    role = message.get("role")
-    if starts_round(message):
-        first = _first_line(_plain_text(message))
-        if first:
-            yield first
-    for block in blocks_of(message):
+class _Scan:
+    """One walk over a history: the identifiers found so far, in order (`found`).
+
+    A text's paths, URLs and file names are found word by word, and what a word gives depends
+    on the word alone: a word met before (in any text) gives nothing new, so only the words
+    not in `words` yet are matched."""
+
+    def __init__(self) -> None:
+        self.found: dict[str, None] = {}
+        self.words: set[str] = set()
+        # Tool names by id of the previous message's calls (a result answers those only: ids
+        # may repeat across turns).
+        self.asked: dict[str, str] = {}
+
+    def add(self, identifier: str) -> None:
+        identifier = identifier.strip()
+        if identifier and identifier not in self.found:
+            self.found[identifier] = None
+
+    def message(self, message: Mapping[str, Any]) -> None:
+        role = message.get("role")
+        content = message.get("content")
+        calls: dict[str, str] = {}
+        if isinstance(content, str):  # one text block: `starts_round` without its walk
+            if role == "user" and not is_meta(message) and not is_summary_message(message):
+                self.add(_first_line(content))
+            if role in _TEXT_ROLES:
+                self.text(content, role == "user")
+        elif isinstance(content, list):
+            if role == "user" and starts_round(message):
+                self.add(_first_line(_plain_text(message)))
+            for block in content:
+                if isinstance(block, dict):
+                    self.block(block, role, calls)
+        self.asked = calls
+
+    def block(self, block: dict[str, Any], role: Any, calls: dict[str, str]) -> None:
         kind = block.get("type")
-        if kind == "text" and role in {"user", "assistant"}:
-            text = str(block.get("text") or "")
-            yield from _references(text)
-            yield from _todos(text)
-            if role == "user":
-                yield from _error_lines(text)
+        if kind == "text" and role in _TEXT_ROLES:
+            self.text(str(block.get("text") or ""), role == "user")
         elif kind == "tool_use":
             calls[str(block.get("id"))] = str(block.get("name") or "")
             arguments = block.get("input")
             for text in _strings(arguments):
-                yield from _references(text)
-                yield from _todos(text)
-            yield from _open_todo_entries(arguments)
+                self.text(text, False)
+            for entry in _open_todo_entries(arguments):
+                self.add(entry)
         elif kind == "tool_result":
             if block.get("is_error"):
-                name = asked.get(str(block.get("tool_use_id")))
+                name = self.asked.get(str(block.get("tool_use_id")))
                 if name:
-                    yield name
-            yield from _error_lines(tool_result_text(block.get("content")))
+                    self.add(name)
+            content = block.get("content")
+            text = content if isinstance(content, str) else tool_result_text(content)
+            for line in _error_lines(text):
+                self.add(line)
+
+    def text(self, text: str, errors: bool) -> None:
+        """References and open TODOs of `text`, and its error lines when `errors`."""
+        words = text.split() if "/" in text or "." in text else []
+        if not self.words.issuperset(words):
+            fresh = set(words).difference(self.words)
+            if len(self.words) > _REMEMBERED_WORDS:  # a cache: forgetting costs time only
+                self.words.clear()
+            self.words.update(fresh)
+            # Only a word with a `/` or a `.` can give something.
+            marked = [word for word in fresh if "/" in word or "." in word]
+            if len(marked) > 1:  # in the order of the text
+                fresh = set(marked)
+                marked = [word for word in dict.fromkeys(words) if word in fresh]
+            for reference in _references(marked):
+                self.add(reference)
+        if "[ ]" in text or "TODO:" in text:  # the pattern's two literals
+            for match in _TODO.finditer(text):
+                self.add(match.group().strip()[:_MAX_LINE])
+        if errors:
+            for line in _error_lines(text):
+                self.add(line)
 
 
-def _references(text: str) -> Iterator[str]:
-    """URLs first, then the paths in what is left of the text.
+def _references(words: Sequence[str]) -> list[str]:
+    """The URLs in `words` (a text's whitespace-delimited words), then the paths and file names
+    in what is left of them, in order.
 
-    Each pattern needs a literal (`://`, `/`, `.`): texts without it skip that pattern. A
-    path holds no whitespace and its pattern looks behind for a non-space, so matching
-    each whitespace-delimited word that holds the literal finds the same paths, in order,
-    without scanning the words that cannot hold one; a repeated word only repeats what its
-    first occurrence found, and `extract_identifiers` keeps first occurrences only."""
-    rest = text
-    if "://" in text:
-        for match in _URL.finditer(text):
-            yield match.group().rstrip(".,;:!?")
-        rest = _URL.sub(" ", text)
-    # A word seen earlier in the text yields nothing new (identifiers are deduplicated).
-    words = list(dict.fromkeys(rest.split())) if "/" in rest or "." in rest else []
-    for word in [word for word in words if "/" in word]:
-        for match in _PATH.finditer(word):
-            path = match.group().rstrip(".,;:!?")
-            if path.startswith(("/", "./", "../", "~/")) or _EXTENSION.search(path):
-                yield path
-    for word in [word for word in words if "." in word]:
-        for match in _BARE_FILE.finditer(word):
-            yield match.group()
+    No match of a pattern spans whitespace, and each looks behind at most at a character that
+    whitespace would equally fail, so matching word by word finds what matching the text
+    finds; a URL is cut out of its word, and what is left of the word is words again."""
+    found: list[str] = []
+    rest = words
+    if any("://" in word for word in words):
+        rest = []
+        for word in words:
+            if "://" in word:
+                found.extend(match.group().rstrip(".,;:!?") for match in _URL.finditer(word))
+                rest.extend(_URL.sub(" ", word).split())
+            else:
+                rest.append(word)
+    for word in rest:
+        if "/" in word:
+            for match in _PATH.finditer(word):
+                path = match.group().rstrip(".,;:!?")
+                if path.startswith(("/", "./", "../", "~/")) or _EXTENSION.search(path):
+                    found.append(path)
+    for word in rest:
+        if "." in word:
+            found.extend(match.group() for match in _BARE_FILE.finditer(word))
+    return found
 
 
-def _error_lines(text: str) -> Iterator[str]:
-    """Up to 3 error lines, in order. Every match of the error pattern holds one of
-    `_ERROR_WORDS`, so only the lines holding one are tested, found with plain substring
-    searches first and a literal-only pattern next (both much faster than the pattern)."""
-    if not any(word in text for word in _ERROR_WORDS):
-        return
-    taken = 0
-    for line in _hinted_lines(text):
-        stripped = line.strip()
-        if stripped == _GENERIC_TRACEBACK or _NOT_ERROR.match(line):
+def _error_lines(text: str) -> list[str]:
+    """Up to 3 error lines (as str.splitlines cuts them), in order.
+
+    Every match of the error pattern holds one of `_ERROR_WORDS`, so only the lines holding
+    one are tested: each is cut out around such a word, between two "\n" (split again when
+    it holds another line break)."""
+    if not (
+        "Error" in text
+        or "Exception" in text
+        or "Traceback" in text
+        or "FAILED" in text
+        or "failed" in text
+        or "error:" in text
+    ):
+        return []
+    found: list[str] = []
+    position = 0
+    search = _ERROR_HINT.search
+    while (hint := search(text, position)) is not None:
+        start = text.rfind("\n", 0, hint.start()) + 1
+        position = text.find("\n", hint.end()) + 1 or len(text) + 1
+        line = text[start : position - 1]
+        if line.isprintable() or _OTHER_BREAK.search(line) is None:
+            first = hint.start() - start
+            if _is_error(line, first, found) and len(found) == _ERRORS_PER_BLOCK:
+                return found
             continue
-        if _ERROR.search(stripped):
-            yield stripped[:_MAX_LINE]
-            taken += 1
-            if taken == _ERRORS_PER_BLOCK:
-                return
+        for part in line.splitlines():
+            if (
+                (inside := search(part))
+                and _is_error(part, inside.start(), found)
+                and len(found) == _ERRORS_PER_BLOCK
+            ):
+                return found
+    return found
 
 
-def _hinted_lines(text: str) -> Iterator[str]:
-    """Each line (as str.splitlines gives them) holding an `_ERROR_HINT`, once, in order.
+def _is_error(line: str, first: int, found: list[str]) -> bool:
+    """Appends `line`, stripped and trimmed, to `found` when it is an error line.
 
-    With "\n" as the only line break, each line is cut out around its hint; otherwise the
-    text is split once."""
-    if _OTHER_BREAK.search(text) is None:
-        after = 0  # where the line after the last one given starts
-        for hint in _ERROR_HINT.finditer(text):
-            if hint.start() < after:
-                continue
-            start = text.rfind("\n", 0, hint.start()) + 1
-            end = text.find("\n", hint.start())
-            after = len(text) if end < 0 else end + 1
-            yield text[start : after if end < 0 else end]
-        return
-    lines: list[str] = []
-    ends: list[int] = []
-    previous = -1
-    for hint in _ERROR_HINT.finditer(text):
-        if not lines:
-            lines = text.splitlines()
-            ends = list(accumulate(len(line) for line in text.splitlines(keepends=True)))
-        index = bisect_right(ends, hint.start())
-        if index != previous:
-            previous = index
-            yield lines[index]
+    `first`: where its first error word is. A match of the error pattern holds one and
+    starts at the start of a word (of `\\w` characters) or at the error word, so it is
+    searched from the last space before `first`; whitespace around the line changes no
+    word boundary, so the unstripped line has the same matches as the stripped one."""
+    stripped = line.strip()
+    if stripped == _GENERIC_TRACEBACK or _NOT_ERROR.match(line):
+        return False
+    if not _ERROR.search(line, line.rfind(" ", 0, first) + 1):
+        return False
+    found.append(stripped[:_MAX_LINE])
+    return True
 
 
 def _todos(text: str) -> Iterator[str]:

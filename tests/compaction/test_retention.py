@@ -157,6 +157,19 @@ def test_recall_searches_tool_inputs_and_results() -> None:
     assert measure_recall(["deep/x.py", "y.py"], compacted) == (1.0, [])
 
 
+def test_recall_finds_a_path_inside_a_long_word_without_listing_its_suffixes() -> None:
+    # A base64 blob or a minified line: its suffixes would take the square of its length.
+    blob = "A" * 5000 + "/src/app.py/" + "B" * 5000
+    compacted = [user(f"data:{blob} end"), assistant("see a/b.py")]
+    assert measure_recall(["src/app.py", "a/b.py", "src/app.pyc"], compacted) == (
+        2 / 3,
+        ["src/app.pyc"],
+    )
+    words = retention._Words(f"data:{blob} a/b.py")
+    assert words.holds("src/app.py")
+    assert max(map(len, words.suffixes)) == len("a/b.py")
+
+
 def test_recall_of_no_identifiers_is_one() -> None:
     assert measure_recall([], []) == (1.0, [])
 
@@ -217,8 +230,10 @@ def reference_references(text: str) -> list[str]:
 @settings(max_examples=400, deadline=None)
 @given(_TEXTS)
 def test_references_match_the_patterns_over_the_whole_text(text):
-    # Same identifiers, first occurrences in the same order (repeats are dropped anyway).
-    found = list(dict.fromkeys(retention._references(text)))
+    # Same identifiers, first occurrences in the same order (repeats are dropped anyway):
+    # word by word, the text's words given once each or with their repeats.
+    found = list(dict.fromkeys(retention._references(text.split())))
+    assert found == list(dict.fromkeys(retention._references(list(dict.fromkeys(text.split())))))
     assert found == list(dict.fromkeys(reference_references(text)))
 
 

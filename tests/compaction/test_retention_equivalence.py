@@ -1,0 +1,196 @@
+"""The fast retention check finds exactly what its first plain version found (issue 14).
+
+`retention_oracle` is compaction/retention.py as it was before the one-pass rewrite; every
+history here, generated with the shapes and characters that the shortcuts reason about (paths
+next to URLs, error words on numbered or indented lines, line breaks other than "\\n", TODO
+markers, tool inputs, failed calls, summaries), gives the same identifiers in the same order
+and the same recall with both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from unittest.mock import patch
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bench.histories import project_session, synthetic_session
+from compaction import retention
+from compaction.messages import make_summary_message
+from compaction.retention import extract_identifiers, measure_recall
+from tests.compaction import retention_oracle as oracle
+
+_PIECES = st.sampled_from(
+    [
+        "a",
+        "src/app/models.py",
+        "./README.md",
+        "../x.toml",
+        "~/notes.txt",
+        "/etc/hosts",
+        "a/b",
+        "and/or",
+        "v1.2",
+        "os.path",
+        "models.py",
+        "foo.tar.gz",
+        "https://example.com/a?b=1.",
+        "http://x.org/p/q.py)",
+        "(https://ex.com/a.py,",
+        "xhttps://no",
+        "a.py,https://ex.com/b",
+        "/",
+        ".",
+        "..",
+        ",",
+        ":",
+        "é",
+        "ValueError: bad input",
+        "KeyError",
+        "Error",
+        "Exception",
+        "MyException",
+        "Traceback (most recent call last):",
+        "Traceback",
+        "FAILED tests/test_a.py::t",
+        "failed",
+        "unfailed",
+        "error: x",
+        "terror:",
+        "    12→TypeError",
+        "3\tRuntimeError",
+        "  raise KeyError(x)",
+        "except OSError:",
+        "# Error",
+        "// failed",
+        "- [ ] write the parser",
+        "* [ ] x",
+        "- [x] done",
+        "TODO: update docs",
+        "TODO:",
+        "x" * 230,
+        " ",
+        "  ",
+        "\n",
+        "\n\n",
+        "\t",
+        "\r\n",
+        "\r",
+        "\x0b",
+        "\x1c",
+        "\x85",
+        "\u2028",
+        "\u2003",
+        "\u3000",
+    ]
+)
+_TEXTS = st.lists(_PIECES, max_size=24).map("".join)
+_NAMES = st.sampled_from(["Read", "Bash", "Edit", "", "  ", "TodoWrite"])
+_IDS = st.sampled_from(["t1", "t2", "t3"])
+
+
+def _inputs() -> st.SearchStrategy[Any]:
+    todo = st.fixed_dictionaries(
+        {
+            "content": st.one_of(_TEXTS, st.integers()),
+            "status": st.sampled_from(["pending", "in_progress", "completed", None]),
+        }
+    )
+    leaves = st.one_of(_TEXTS, st.integers(), st.none())
+    nested = st.recursive(
+        leaves,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=3), inner, max_size=3)
+        ),
+        max_leaves=6,
+    )
+    return st.one_of(
+        st.dictionaries(st.sampled_from(["file_path", "command", "x"]), nested, max_size=3),
+        st.fixed_dictionaries({"todos": st.lists(st.one_of(todo, _TEXTS), max_size=4)}),
+        nested,
+    )
+
+
+def _blocks() -> st.SearchStrategy[Any]:
+    result_content = st.one_of(
+        _TEXTS,
+        st.none(),
+        st.lists(
+            st.one_of(
+                st.fixed_dictionaries(
+                    {"type": st.just("text"), "text": st.one_of(_TEXTS, st.none())}
+                ),
+                st.just({"type": "image", "source": {}}),
+                _TEXTS,
+            ),
+            max_size=3,
+        ),
+    )
+    return st.one_of(
+        st.fixed_dictionaries({"type": st.just("text"), "text": st.one_of(_TEXTS, st.none())}),
+        st.fixed_dictionaries({"type": st.just("thinking"), "thinking": _TEXTS}),
+        st.fixed_dictionaries(
+            {"type": st.just("tool_use"), "id": _IDS, "name": _NAMES, "input": _inputs()}
+        ),
+        st.fixed_dictionaries(
+            {"type": st.just("tool_result"), "tool_use_id": _IDS, "content": result_content},
+            optional={"is_error": st.booleans()},
+        ),
+        _TEXTS,  # not a block: skipped
+    )
+
+
+def _messages() -> st.SearchStrategy[dict[str, Any]]:
+    plain = st.fixed_dictionaries(
+        {
+            "role": st.sampled_from(["user", "assistant", "system", "tool"]),
+            "content": st.one_of(_TEXTS, st.lists(_blocks(), max_size=4), st.none()),
+        },
+        optional={"is_meta": st.booleans()},
+    )
+    summary = _TEXTS.map(lambda text: make_summary_message(text, level=1))
+    return st.one_of(plain, plain, plain, summary)
+
+
+_HISTORIES = st.lists(_messages(), max_size=8)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_HISTORIES)
+def test_the_same_identifiers_in_the_same_order(history: list[dict[str, Any]]) -> None:
+    assert extract_identifiers(history) == oracle.extract_identifiers(history)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_HISTORIES)
+def test_the_same_identifiers_when_the_words_met_are_forgotten(
+    history: list[dict[str, Any]],
+) -> None:
+    # The words a walk remembers are a cache: forgetting them at every text changes nothing.
+    with patch.object(retention, "_REMEMBERED_WORDS", 0):
+        assert extract_identifiers(history) == oracle.extract_identifiers(history)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_HISTORIES, _HISTORIES, st.lists(_TEXTS, max_size=6))
+def test_the_same_recall(
+    history: list[dict[str, Any]], compacted: list[dict[str, Any]], others: list[str]
+) -> None:
+    # Identifiers of a history against another one, and arbitrary strings.
+    identifiers = oracle.extract_identifiers(history) + others
+    assert measure_recall(identifiers, compacted) == oracle.measure_recall(identifiers, compacted)
+    assert measure_recall(identifiers, history) == oracle.measure_recall(identifiers, history)
+
+
+@pytest.mark.parametrize("make", [synthetic_session, project_session])
+def test_the_same_on_the_benchmark_histories(make: Any) -> None:
+    history = make(400, 80_000)
+    identifiers = extract_identifiers(history)
+    assert identifiers == oracle.extract_identifiers(history)
+    assert len(identifiers) > 100
+    kept = history[:3] + history[-60:]
+    recall = measure_recall(identifiers, kept)
+    assert recall == oracle.measure_recall(identifiers, kept)
+    assert 0 < recall[0] < 1
