@@ -167,9 +167,10 @@ GUNICORN = [PYTHON, "-m", "gunicorn", "-c", "ctxweb/gunicorn.conf.py"]
 PROXIED = {"Host": "127.0.0.1", "X-Forwarded-Proto": "https"}
 
 
-def health_status(port: int) -> int | None:
-    """The status of `GET /api/health` as the reverse proxy forwards it; None: no answer."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+def health_status(port: int, timeout: float = 10) -> int | None:
+    """The status of `GET /api/health` as the reverse proxy forwards it; None: no answer
+    within `timeout` seconds."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
         connection.request("GET", "/api/health", headers=PROXIED)
         return connection.getresponse().status
@@ -229,8 +230,11 @@ class Gunicorn:
         server = self.processes.start("gunicorn", GUNICORN, env)
 
         def answers() -> bool:
-            status = health_status(port)
-            return status == 200 if healthy else status is not None
+            if healthy:
+                return health_status(port) == 200
+            # With the database down, an ASGI process on PostgreSQL answers once its
+            # connection pool gives up waiting (CTXWEB_DB_POOL_TIMEOUT, 10 s by default).
+            return health_status(port, timeout=30) is not None
 
         wait_for(lambda: answers() or server.poll() is not None, 60, "gunicorn to answer")
         assert server.poll() is None, self.processes.log("gunicorn")[-3000:]
