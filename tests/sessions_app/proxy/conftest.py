@@ -9,7 +9,7 @@ import anthropic
 import openai
 import pytest
 
-from sessions_app.models import ApiKey
+from sessions_app.models import ApiKey, CompactionProfile
 from tests.support.asgi_server import AsgiServer
 from tests.support.fake_streaming import StreamingAnthropic, StreamingOpenAI
 
@@ -59,4 +59,21 @@ def gpt(proxy_server: AsgiServer, ctx_key: str) -> openai.OpenAI:
     """The OpenAI SDK pointed at the proxy, with a ctxweb key as its API key."""
     return openai.OpenAI(
         api_key=ctx_key, base_url=f"{proxy_server.url}/proxy/openai/v1", max_retries=0
+    )
+
+
+def small_default_profile() -> CompactionProfile:
+    """Make the default profile a 3000-token window compacting at half, with extractive
+    summaries (a short conversation through the proxy crosses it)."""
+    CompactionProfile.objects.update(is_default=False)
+    return CompactionProfile.objects.create(
+        name="proxy-small",
+        is_default=True,
+        summarizer="extractive",
+        context_limit=3000,
+        trigger_ratio=0.5,
+        keep_recent_messages=2,
+        tail_retention_ratio=0.1,
+        retry_backoff_seconds=0.0,
+        cooldown_seconds=0.0,
     )

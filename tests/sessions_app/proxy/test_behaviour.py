@@ -12,6 +12,7 @@ from django.db import connection
 
 from sessions_app.models import ApiKey, Compaction, CompactionProfile, Session
 from sessions_app.services import proxying
+from tests.sessions_app.proxy.conftest import small_default_profile
 from tests.support.fake_anthropic import Reply
 from tests.support.fake_streaming import StreamingAnthropic
 
@@ -21,18 +22,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def small_profile(transactional_db: Any) -> CompactionProfile:
     """The default profile: a 3000-token window, compacting at half, extractive summaries."""
-    CompactionProfile.objects.update(is_default=False)
-    return CompactionProfile.objects.create(
-        name="proxy-small",
-        is_default=True,
-        summarizer="extractive",
-        context_limit=3000,
-        trigger_ratio=0.5,
-        keep_recent_messages=2,
-        tail_retention_ratio=0.1,
-        retry_backoff_seconds=0.0,
-        cooldown_seconds=0.0,
-    )
+    return small_default_profile()
 
 
 def _words(turn: int) -> str:

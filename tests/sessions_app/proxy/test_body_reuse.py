@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from sessions_app.models import Compaction, CompactionProfile
+from sessions_app.models import Compaction
 from sessions_app.proxy import digests
 from sessions_app.proxy.anthropic import AnthropicAdapter
 from sessions_app.proxy.digests import Digests, decode_body, digest
@@ -18,6 +18,7 @@ from sessions_app.proxy.mapping import proxy_request
 from sessions_app.services import overhead
 from sessions_app.services.proxy_map import ROOT, Incoming, chain
 from sessions_app.services.proxying import plan_request, record_answer
+from tests.sessions_app.proxy.conftest import small_default_profile
 
 _ADAPTER = AnthropicAdapter()
 
@@ -107,18 +108,7 @@ def test_messages_handed_to_later_requests_come_back_unchanged(user: Any) -> Non
     """A conversation through planning, recording and a compaction: every request's
     messages, partly taken from the one before, equal the body decoded afresh (nothing the
     proxy does changes the messages it was handed)."""
-    CompactionProfile.objects.update(is_default=False)
-    CompactionProfile.objects.create(
-        name="proxy-small",
-        is_default=True,
-        summarizer="extractive",
-        context_limit=3000,
-        trigger_ratio=0.5,
-        keep_recent_messages=2,
-        tail_retention_ratio=0.1,
-        retry_backoff_seconds=0.0,
-        cooldown_seconds=0.0,
-    )
+    small_default_profile()
     call = {"type": "tool_use", "id": "toolu_0", "name": "Read", "input": {"path": "a.py"}}
     history: list[Any] = []
     turn = 0

@@ -15,6 +15,7 @@ from sessions_app.proxy.mapping import proxy_request
 from sessions_app.services import proxy_context, proxying
 from sessions_app.services.proxy_map import WINDOW
 from sessions_app.services.proxying import ProxyPlan, ProxyRequest, plan_request, record_answer
+from tests.sessions_app.proxy.conftest import small_default_profile
 
 pytestmark = pytest.mark.django_db
 
@@ -182,18 +183,7 @@ def test_a_session_mapped_in_the_first_format_continues(user: Any) -> None:
 
 
 def test_the_rewritten_head_is_the_same_bytes_until_the_next_compaction(user: Any) -> None:
-    CompactionProfile.objects.update(is_default=False)
-    profile = CompactionProfile.objects.create(
-        name="proxy-small",
-        is_default=True,
-        summarizer="extractive",
-        context_limit=3000,
-        trigger_ratio=0.5,
-        keep_recent_messages=2,
-        tail_retention_ratio=0.1,
-        retry_backoff_seconds=0.0,
-        cooldown_seconds=0.0,
-    )
+    profile = small_default_profile()
     history: list[Any] = []
     plan = None
     turn = 0
