@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any, Final
 
@@ -41,7 +41,7 @@ from .messages import (
     tool_result_text,
 )
 
-__all__ = ["extract_identifiers", "measure_recall"]
+__all__ = ["extract_identifiers", "measure_recall", "recall_of"]
 
 _MAX_LINE: Final = 200
 _ERRORS_PER_BLOCK: Final = 3
@@ -89,12 +89,41 @@ def measure_recall(
 
     An empty list of identifiers has a recall of 1.0.
     """
-    if not identifiers:
-        return 1.0, []
-    haystack = "\n".join(_searchable_texts(messages))
-    words = _Words(haystack)
-    missing = words.missing(identifiers)
-    return (len(identifiers) - len(missing)) / len(identifiers), missing
+    return recall_of(identifiers)(messages)
+
+
+def recall_of(
+    identifiers: Sequence[str],
+) -> Callable[[Sequence[Mapping[str, Any]]], tuple[float, list[str]]]:
+    """`measure_recall` of `identifiers` for any `messages`: the identifiers are split into
+    words once for every history measured (a run measures its compacted history twice
+    when it asks again)."""
+    prepared = _Prepared(identifiers)
+
+    def measure(messages: Sequence[Mapping[str, Any]]) -> tuple[float, list[str]]:
+        if not prepared.identifiers:
+            return 1.0, []
+        haystack = "\n".join(_searchable_texts(messages))
+        missing = _Words(haystack).missing_prepared(prepared)
+        total = len(prepared.identifiers)
+        return (total - len(missing)) / total, missing
+
+    return measure
+
+
+class _Prepared:
+    """Identifiers with their words (`_Words.missing`): for one of five words or more, its
+    2nd to 4th words (`key`), else all its words (`parts`)."""
+
+    def __init__(self, identifiers: Sequence[str]) -> None:
+        self.identifiers = list(identifiers)
+        self.keys: list[tuple[str, str, str] | None] = []
+        self.parts: list[list[str]] = []
+        for identifier in self.identifiers:
+            parts = identifier.split(None, 4)
+            five = len(parts) == 5
+            self.keys.append((parts[1], parts[2], parts[3]) if five else None)
+            self.parts.append([] if five else parts)
 
 
 class _Words:
@@ -149,6 +178,25 @@ class _Words:
                     continue
                 parts = identifier.split()
             if not self._holds(identifier, parts):
+                missing.append(identifier)
+        return missing
+
+    def missing_prepared(self, prepared: _Prepared) -> list[str]:
+        """`missing(prepared.identifiers)`, their words split beforehand."""
+        whole = self.whole
+        triples: set[tuple[str, str, str]] | None = None
+        missing = []
+        for identifier, key, parts in zip(
+            prepared.identifiers, prepared.keys, prepared.parts, strict=True
+        ):
+            if key is None:
+                if identifier not in whole and not self._holds(identifier, parts):
+                    missing.append(identifier)
+                continue
+            # five words or more: not a word of the text (it holds whitespace)
+            if triples is None:
+                triples = self.triples
+            if key not in triples or not self._holds(identifier, identifier.split()):
                 missing.append(identifier)
         return missing
 

@@ -32,7 +32,7 @@ from .partition import split_points
 from .policy import Policy
 from .report import RunReport
 from .results import Partition
-from .retention import extract_identifiers, measure_recall
+from .retention import extract_identifiers, recall_of
 from .run_state import ContextState, StepFailure
 from .summarizers.base import Summarizer, SummaryRequest
 from .summary_parts import PartedSummary
@@ -283,7 +283,8 @@ class SummaryStep:
         counts of its messages, when known.
         """
         identifiers = extract_identifiers(first.partition.middle)
-        recall, missing = measure_recall(identifiers, first.state.messages)
+        measure_recall = recall_of(identifiers)
+        recall, missing = measure_recall(first.state.messages)
         first = replace(first, recall=recall)
         self.report.emit(
             "retention_check",
@@ -302,7 +303,7 @@ class SummaryStep:
             logger.warning("retention retry failed: %s", error, extra=self.report.log_fields())
             return first
         second = self.assemble(state, first.partition, second_text, first.outlines)
-        second_recall, _ = measure_recall(identifiers, second.state.messages)
+        second_recall, _ = measure_recall(second.state.messages)
         return replace(second, recall=second_recall) if second_recall > recall else first
 
     def file_outlines(self, middle: Sequence[Message], counts: Sequence[int]) -> str:
