@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -141,7 +143,7 @@ _MESSAGES = st.fixed_dictionaries(
 
 
 @given(_MESSAGES)
-def test_starts_round_and_summary_marks_keep_their_definitions(message: dict) -> None:
+def test_starts_round_and_summary_marks_keep_their_definitions(message: dict[str, Any]) -> None:
     """The shortcuts give what the definitions in their docstrings give."""
     content = message.get("content")
     if isinstance(content, list) and content and isinstance(content[0], dict):
