@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any, Final
 
+from .marked_words import marked_words
 from .messages import (
     blocks_of,
     first_nonblank_line,
@@ -322,16 +323,14 @@ class _Scan:
 
     def text(self, text: str, errors: bool) -> None:
         """References and open TODOs of `text`, and its error lines when `errors`."""
-        words = text.split() if "/" in text or "." in text else []
+        words = marked_words(text)  # only a word with a `/` or a `.` can give something
         if not self.words.issuperset(words):
             fresh = set(words).difference(self.words)
             if len(self.words) > _REMEMBERED_WORDS:  # a cache: forgetting costs time only
                 self.words.clear()
             self.words.update(fresh)
-            # Only a word with a `/` or a `.` can give something.
-            marked = [word for word in fresh if "/" in word or "." in word]
+            marked = list(fresh)
             if len(marked) > 1:  # in the order of the text
-                fresh = set(marked)
                 marked = [word for word in dict.fromkeys(words) if word in fresh]
             for reference in _references(marked):
                 self.add(reference)

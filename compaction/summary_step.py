@@ -27,6 +27,7 @@ from typing import Any, Final
 from .clock import Clock
 from .errors import SummaryError
 from .file_views import file_view_outlines
+from .marked_words import words_remembered
 from .messages import SUMMARY_KEY, Message, is_summary_message, make_summary_message
 from .partition import split_points
 from .policy import Policy
@@ -105,6 +106,12 @@ class SummaryStep:
         snapshot's own messages). Raises StepFailure (nothing to compact, the summary's
         failure reason, or no savings).
         """
+        with words_remembered():  # the summarizer and the retention check share them
+            return self._run(state, snapshot, sources)
+
+    def _run(
+        self, state: ContextState, snapshot: ContextState, sources: list[int] | None
+    ) -> SummaryOutcome:
         parts, counts = self._split(state, snapshot, sources)
         if not parts.middle:
             self.report.step("summary", ran=False, why="nothing to compact", before=state.tokens)

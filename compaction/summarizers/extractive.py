@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final
 
+from ..marked_words import marked_words
 from ..messages import (
     blocks_of,
     first_nonblank_line,
@@ -326,7 +327,7 @@ def _may_hold_todo(text: str) -> bool:
 def _paths_in(text: str) -> list[str]:
     """File paths written in free text: words that look like `dir/name.ext` or `name.py`
     (every path `_PATH_TOKEN` matches has a dot)."""
-    return [path for word in text.split() if "." in word and (path := _word_path(word))]
+    return [path for word in marked_words(text) if "." in word and (path := _word_path(word))]
 
 
 @lru_cache(maxsize=4096)
