@@ -14,9 +14,8 @@ from contextvars import ContextVar
 
 __all__ = ["marked_words", "words_remembered"]
 
-_REMEMBERED: ContextVar[dict[str, list[str]] | None] = ContextVar(
-    "compaction_marked_words", default=None
-)
+#: The marked words of each text, joined by spaces (one object a text: little memory).
+_REMEMBERED: ContextVar[dict[str, str] | None] = ContextVar("compaction_marked_words", default=None)
 
 
 @contextmanager
@@ -30,15 +29,15 @@ def words_remembered() -> Iterator[None]:
 
 
 def marked_words(text: str) -> list[str]:
-    """`[word for word in text.split() if "/" in word or "." in word]` (do not modify it)."""
+    """`[word for word in text.split() if "/" in word or "." in word]`."""
     if "/" not in text and "." not in text:
         return []
     remembered = _REMEMBERED.get()
     if remembered is not None:
         known = remembered.get(text)
-        if known is not None:
-            return known
+        if known is not None:  # one string, the words joined by spaces: a word has none
+            return known.split(" ") if known else []
     found = [word for word in text.split() if "/" in word or "." in word]
     if remembered is not None:
-        remembered[text] = found
+        remembered[text] = " ".join(found)
     return found

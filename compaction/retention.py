@@ -112,19 +112,23 @@ def recall_of(
     return measure
 
 
+def _triple(first: str, second: str, third: str) -> int:
+    """The hash of three words in a row. Two triples may share one, so a triple whose hash
+    the text lacks is not in the text, and one whose hash it has is searched for."""
+    return hash((first, second, third))
+
+
 class _Prepared:
-    """Identifiers with their words (`_Words.missing`): for one of five words or more, its
-    2nd to 4th words (`key`), else all its words (`parts`)."""
+    """Identifiers with, for one of five words or more, the `_triple` of its 2nd to 4th
+    words (`_Words.missing`), else None."""
 
     def __init__(self, identifiers: Sequence[str]) -> None:
         self.identifiers = list(identifiers)
-        self.keys: list[tuple[str, str, str] | None] = []
-        self.parts: list[list[str]] = []
+        self.keys: list[int | None] = []
         for identifier in self.identifiers:
             parts = identifier.split(None, 4)
             five = len(parts) == 5
-            self.keys.append((parts[1], parts[2], parts[3]) if five else None)
-            self.parts.append([] if five else parts)
+            self.keys.append(_triple(parts[1], parts[2], parts[3]) if five else None)
 
 
 class _Words:
@@ -147,8 +151,9 @@ class _Words:
         self.whole = set(self.words)
 
     @cached_property
-    def triples(self) -> set[tuple[str, str, str]]:
-        return set(zip(self.words, self.words[1:], self.words[2:], strict=False))
+    def triples(self) -> set[int]:
+        """The hashes of each three words in a row (`_triple`): a test that rules out."""
+        return set(map(hash, zip(self.words, self.words[1:], self.words[2:], strict=False)))
 
     @cached_property
     def starts(self) -> set[str]:
@@ -174,7 +179,7 @@ class _Words:
                 continue
             parts = identifier.split(None, 4)
             if len(parts) == 5:
-                if (parts[1], parts[2], parts[3]) not in self.triples:
+                if _triple(parts[1], parts[2], parts[3]) not in self.triples:
                     missing.append(identifier)
                     continue
                 parts = identifier.split()
@@ -185,13 +190,11 @@ class _Words:
     def missing_prepared(self, prepared: _Prepared) -> list[str]:
         """`missing(prepared.identifiers)`, their words split beforehand."""
         whole = self.whole
-        triples: set[tuple[str, str, str]] | None = None
+        triples: set[int] | None = None
         missing = []
-        for identifier, key, parts in zip(
-            prepared.identifiers, prepared.keys, prepared.parts, strict=True
-        ):
-            if key is None:
-                if identifier not in whole and not self._holds(identifier, parts):
+        for identifier, key in zip(prepared.identifiers, prepared.keys, strict=True):
+            if key is None:  # fewer than five words: all of them
+                if identifier not in whole and not self._holds(identifier, identifier.split()):
                     missing.append(identifier)
                 continue
             # five words or more: not a word of the text (it holds whitespace)
@@ -249,7 +252,7 @@ class _Words:
         if len(bounded) >= 3:  # each word is in a triple: checking the triples is enough
             triples = self.triples
             for index in range(len(bounded) - 2):
-                if (bounded[index], bounded[index + 1], bounded[index + 2]) not in triples:
+                if _triple(bounded[index], bounded[index + 1], bounded[index + 2]) not in triples:
                     return False
         elif any(part not in self.whole for part in bounded):
             return False
