@@ -118,6 +118,11 @@ def _triple(first: str, second: str, third: str) -> int:
     return hash((first, second, third))
 
 
+def _triples(words: list[str]) -> set[int]:
+    """The `_triple` of each three words in a row of `words`."""
+    return set(map(hash, zip(words, words[1:], words[2:], strict=False)))
+
+
 class _Prepared:
     """Identifiers with, for one of five words or more, the `_triple` of its 2nd to 4th
     words (`_Words.missing`), else None."""
@@ -153,7 +158,7 @@ class _Words:
     @cached_property
     def triples(self) -> set[int]:
         """The hashes of each three words in a row (`_triple`): a test that rules out."""
-        return set(map(hash, zip(self.words, self.words[1:], self.words[2:], strict=False)))
+        return _triples(self.words)
 
     @cached_property
     def starts(self) -> set[str]:
