@@ -38,6 +38,7 @@ from .run_state import ContextState, StepFailure
 from .summarizers.base import Summarizer, SummaryRequest
 from .summary_parts import PartedSummary
 from .time_budget import TimeBudget
+from .tokens import message_token_counts
 
 __all__ = ["MAX_RETRY_WAIT_SECONDS", "SummaryOutcome", "SummaryStep", "summarizer_name"]
 
@@ -262,7 +263,7 @@ class SummaryStep:
             level=level,
             created_at=self.clock.now().isoformat(timespec="seconds"),
         )
-        new = state.then([*parts.head, message, *parts.tail], self.policy.encoding)
+        new = _assembled(state, parts, message, self.policy.encoding)
         return SummaryOutcome(new, text, message, parts, outlines)
 
     def _span(self, middle: Sequence[Message]) -> tuple[int, int]:
@@ -328,6 +329,25 @@ class SummaryStep:
                 "folding the middle's file views failed", extra=self.report.log_fields()
             )
             return ""
+
+
+def _assembled(
+    state: ContextState, parts: Partition, message: Message, encoding: str
+) -> ContextState:
+    """`state.then([*parts.head, message, *parts.tail])` for a new summary `message`: when
+    the head is a prefix of `state` and the tail a suffix (the same objects), their counts
+    are taken by position and only `message` is counted."""
+    head, tail, messages = parts.head, parts.tail, state.messages
+    new = [*head, message, *tail]
+    if len(head) + len(tail) > len(messages):
+        return state.then(new, encoding)
+    rest = len(messages) - len(tail)
+    if any(a is not b for a, b in zip(head, messages, strict=False)) or any(
+        a is not b for a, b in zip(tail, messages[rest:], strict=True)
+    ):
+        return state.then(new, encoding)
+    counts = [*state.counts[: len(head)], *message_token_counts([message], encoding)]
+    return ContextState(new, [*counts, *state.counts[rest:]])
 
 
 def _level(summaries: Sequence[Message]) -> int:
