@@ -20,7 +20,6 @@ from typing import Any, Final
 
 from ..marked_words import marked_words
 from ..messages import (
-    blocks_of,
     first_nonblank_line,
     is_meta,
     is_summary_message,
@@ -122,7 +121,9 @@ class _Collector:
         if isinstance(content, str):  # one text block
             self.text(order, role, message, content)
             return
-        for block in blocks_of(message):
+        for block in content if isinstance(content, list) else ():  # `blocks_of`, no copy
+            if not isinstance(block, dict):
+                continue
             kind = block.get("type")
             if kind == "text":
                 self.text(order, role, message, str(block.get("text", "")))
