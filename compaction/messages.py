@@ -73,6 +73,8 @@ def is_summary_message(message: Mapping[str, Any]) -> bool:
     if SUMMARY_KEY in message:
         return True
     content = message.get("content")
+    if type(content) is str:  # the commonest shape first (same test as below)
+        return content.startswith(SUMMARY_PREFIX)
     if isinstance(content, list) and content and isinstance(content[0], dict):
         content = content[0].get("text")
     return isinstance(content, str) and content.startswith(SUMMARY_PREFIX)
@@ -141,7 +143,13 @@ def starts_round(message: Mapping[str, Any]) -> bool:
     """True for a real user turn: a user message with text, not meta and not only tool results."""
     if message.get("role") != "user" or is_meta(message) or is_summary_message(message):
         return False
-    return any(block.get("type") != "tool_result" for block in blocks_of(message))
+    content = message.get("content")
+    if isinstance(content, list):  # `blocks_of` without building its list
+        for block in content:
+            if isinstance(block, dict) and block.get("type") != "tool_result":
+                return True
+        return False
+    return isinstance(content, str)
 
 
 def round_starts(messages: Sequence[Mapping[str, Any]]) -> list[int]:

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any, Final
 
+from .marked_words import marked_words
 from .messages import (
     blocks_of,
     first_nonblank_line,
@@ -41,7 +42,7 @@ from .messages import (
     tool_result_text,
 )
 
-__all__ = ["extract_identifiers", "measure_recall"]
+__all__ = ["extract_identifiers", "measure_recall", "recall_of"]
 
 _MAX_LINE: Final = 200
 _ERRORS_PER_BLOCK: Final = 3
@@ -89,12 +90,50 @@ def measure_recall(
 
     An empty list of identifiers has a recall of 1.0.
     """
-    if not identifiers:
-        return 1.0, []
-    haystack = "\n".join(_searchable_texts(messages))
-    words = _Words(haystack)
-    missing = words.missing(identifiers)
-    return (len(identifiers) - len(missing)) / len(identifiers), missing
+    return recall_of(identifiers)(messages)
+
+
+def recall_of(
+    identifiers: Sequence[str],
+) -> Callable[[Sequence[Mapping[str, Any]]], tuple[float, list[str]]]:
+    """`measure_recall` of `identifiers` for any `messages`: the identifiers are split into
+    words once for every history measured (a run measures its compacted history twice
+    when it asks again)."""
+    prepared = _Prepared(identifiers)
+
+    def measure(messages: Sequence[Mapping[str, Any]]) -> tuple[float, list[str]]:
+        if not prepared.identifiers:
+            return 1.0, []
+        haystack = "\n".join(_searchable_texts(messages))
+        missing = _Words(haystack).missing_prepared(prepared)
+        total = len(prepared.identifiers)
+        return (total - len(missing)) / total, missing
+
+    return measure
+
+
+def _triple(first: str, second: str, third: str) -> int:
+    """The hash of three words in a row. Two triples may share one, so a triple whose hash
+    the text lacks is not in the text, and one whose hash it has is searched for."""
+    return hash((first, second, third))
+
+
+def _triples(words: list[str]) -> set[int]:
+    """The `_triple` of each three words in a row of `words`."""
+    return set(map(hash, zip(words, words[1:], words[2:], strict=False)))
+
+
+class _Prepared:
+    """Identifiers with, for one of five words or more, the `_triple` of its 2nd to 4th
+    words (`_Words.missing`), else None."""
+
+    def __init__(self, identifiers: Sequence[str]) -> None:
+        self.identifiers = list(identifiers)
+        self.keys: list[int | None] = []
+        for identifier in self.identifiers:
+            parts = identifier.split(None, 4)
+            five = len(parts) == 5
+            self.keys.append(_triple(parts[1], parts[2], parts[3]) if five else None)
 
 
 class _Words:
@@ -117,8 +156,9 @@ class _Words:
         self.whole = set(self.words)
 
     @cached_property
-    def triples(self) -> set[tuple[str, str, str]]:
-        return set(zip(self.words, self.words[1:], self.words[2:], strict=False))
+    def triples(self) -> set[int]:
+        """The hashes of each three words in a row (`_triple`): a test that rules out."""
+        return _triples(self.words)
 
     @cached_property
     def starts(self) -> set[str]:
@@ -144,11 +184,28 @@ class _Words:
                 continue
             parts = identifier.split(None, 4)
             if len(parts) == 5:
-                if (parts[1], parts[2], parts[3]) not in self.triples:
+                if _triple(parts[1], parts[2], parts[3]) not in self.triples:
                     missing.append(identifier)
                     continue
                 parts = identifier.split()
             if not self._holds(identifier, parts):
+                missing.append(identifier)
+        return missing
+
+    def missing_prepared(self, prepared: _Prepared) -> list[str]:
+        """`missing(prepared.identifiers)`, their words split beforehand."""
+        whole = self.whole
+        triples: set[int] | None = None
+        missing = []
+        for identifier, key in zip(prepared.identifiers, prepared.keys, strict=True):
+            if key is None:  # fewer than five words: all of them
+                if identifier not in whole and not self._holds(identifier, identifier.split()):
+                    missing.append(identifier)
+                continue
+            # five words or more: not a word of the text (it holds whitespace)
+            if triples is None:
+                triples = self.triples
+            if key not in triples or not self._holds(identifier, identifier.split()):
                 missing.append(identifier)
         return missing
 
@@ -200,7 +257,7 @@ class _Words:
         if len(bounded) >= 3:  # each word is in a triple: checking the triples is enough
             triples = self.triples
             for index in range(len(bounded) - 2):
-                if (bounded[index], bounded[index + 1], bounded[index + 2]) not in triples:
+                if _triple(bounded[index], bounded[index + 1], bounded[index + 2]) not in triples:
                     return False
         elif any(part not in self.whole for part in bounded):
             return False
@@ -274,16 +331,14 @@ class _Scan:
 
     def text(self, text: str, errors: bool) -> None:
         """References and open TODOs of `text`, and its error lines when `errors`."""
-        words = text.split() if "/" in text or "." in text else []
+        words = marked_words(text)  # only a word with a `/` or a `.` can give something
         if not self.words.issuperset(words):
             fresh = set(words).difference(self.words)
             if len(self.words) > _REMEMBERED_WORDS:  # a cache: forgetting costs time only
                 self.words.clear()
             self.words.update(fresh)
-            # Only a word with a `/` or a `.` can give something.
-            marked = [word for word in fresh if "/" in word or "." in word]
+            marked = list(fresh)
             if len(marked) > 1:  # in the order of the text
-                fresh = set(marked)
                 marked = [word for word in dict.fromkeys(words) if word in fresh]
             for reference in _references(marked):
                 self.add(reference)

@@ -29,8 +29,9 @@ def rewritten_message_tokens(
     before, after = old.get("content"), new.get("content")
     if not isinstance(before, list) or not isinstance(after, list):
         return message_tokens(new, encoding)
-    dropped = [block for block in before if not any(block is b for b in after)]
-    added = [block for block in after if not any(block is b for b in before)]
+    kept, had = {id(block) for block in after}, {id(block) for block in before}  # identity
+    dropped = [block for block in before if id(block) not in kept]
+    added = [block for block in after if id(block) not in had]
     if len(before) - len(dropped) != len(after) - len(added):  # a block listed twice
         return _blocks_tokens(after, encoding)
     changed = _rough_size(dropped) + _rough_size(added)

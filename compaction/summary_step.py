@@ -27,16 +27,18 @@ from typing import Any, Final
 from .clock import Clock
 from .errors import SummaryError
 from .file_views import file_view_outlines
+from .marked_words import words_remembered
 from .messages import SUMMARY_KEY, Message, is_summary_message, make_summary_message
 from .partition import split_points
 from .policy import Policy
 from .report import RunReport
 from .results import Partition
-from .retention import extract_identifiers, measure_recall
+from .retention import extract_identifiers, recall_of
 from .run_state import ContextState, StepFailure
 from .summarizers.base import Summarizer, SummaryRequest
 from .summary_parts import PartedSummary
 from .time_budget import TimeBudget
+from .tokens import message_token_counts
 
 __all__ = ["MAX_RETRY_WAIT_SECONDS", "SummaryOutcome", "SummaryStep", "summarizer_name"]
 
@@ -105,6 +107,12 @@ class SummaryStep:
         snapshot's own messages). Raises StepFailure (nothing to compact, the summary's
         failure reason, or no savings).
         """
+        with words_remembered():  # the summarizer and the retention check share them
+            return self._run(state, snapshot, sources)
+
+    def _run(
+        self, state: ContextState, snapshot: ContextState, sources: list[int] | None
+    ) -> SummaryOutcome:
         parts, counts = self._split(state, snapshot, sources)
         if not parts.middle:
             self.report.step("summary", ran=False, why="nothing to compact", before=state.tokens)
@@ -255,7 +263,7 @@ class SummaryStep:
             level=level,
             created_at=self.clock.now().isoformat(timespec="seconds"),
         )
-        new = state.then([*parts.head, message, *parts.tail], self.policy.encoding)
+        new = _assembled(state, parts, message, self.policy.encoding)
         return SummaryOutcome(new, text, message, parts, outlines)
 
     def _span(self, middle: Sequence[Message]) -> tuple[int, int]:
@@ -283,7 +291,8 @@ class SummaryStep:
         counts of its messages, when known.
         """
         identifiers = extract_identifiers(first.partition.middle)
-        recall, missing = measure_recall(identifiers, first.state.messages)
+        measure_recall = recall_of(identifiers)
+        recall, missing = measure_recall(first.state.messages)
         first = replace(first, recall=recall)
         self.report.emit(
             "retention_check",
@@ -302,7 +311,7 @@ class SummaryStep:
             logger.warning("retention retry failed: %s", error, extra=self.report.log_fields())
             return first
         second = self.assemble(state, first.partition, second_text, first.outlines)
-        second_recall, _ = measure_recall(identifiers, second.state.messages)
+        second_recall, _ = measure_recall(second.state.messages)
         return replace(second, recall=second_recall) if second_recall > recall else first
 
     def file_outlines(self, middle: Sequence[Message], counts: Sequence[int]) -> str:
@@ -320,6 +329,25 @@ class SummaryStep:
                 "folding the middle's file views failed", extra=self.report.log_fields()
             )
             return ""
+
+
+def _assembled(
+    state: ContextState, parts: Partition, message: Message, encoding: str
+) -> ContextState:
+    """`state.then([*parts.head, message, *parts.tail])` for a new summary `message`: when
+    the head is a prefix of `state` and the tail a suffix (the same objects), their counts
+    are taken by position and only `message` is counted."""
+    head, tail, messages = parts.head, parts.tail, state.messages
+    new = [*head, message, *tail]
+    if len(head) + len(tail) > len(messages):
+        return state.then(new, encoding)
+    rest = len(messages) - len(tail)
+    if any(a is not b for a, b in zip(head, messages, strict=False)) or any(
+        a is not b for a, b in zip(tail, messages[rest:], strict=True)
+    ):
+        return state.then(new, encoding)
+    counts = [*state.counts[: len(head)], *message_token_counts([message], encoding)]
+    return ContextState(new, [*counts, *state.counts[rest:]])
 
 
 def _level(summaries: Sequence[Message]) -> int:

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final
 
+from ..marked_words import marked_words
 from ..messages import (
-    blocks_of,
     first_nonblank_line,
     is_meta,
     is_summary_message,
@@ -121,7 +121,9 @@ class _Collector:
         if isinstance(content, str):  # one text block
             self.text(order, role, message, content)
             return
-        for block in blocks_of(message):
+        for block in content if isinstance(content, list) else ():  # `blocks_of`, no copy
+            if not isinstance(block, dict):
+                continue
             kind = block.get("type")
             if kind == "text":
                 self.text(order, role, message, str(block.get("text", "")))
@@ -326,7 +328,7 @@ def _may_hold_todo(text: str) -> bool:
 def _paths_in(text: str) -> list[str]:
     """File paths written in free text: words that look like `dir/name.ext` or `name.py`
     (every path `_PATH_TOKEN` matches has a dot)."""
-    return [path for word in text.split() if "." in word and (path := _word_path(word))]
+    return [path for word in marked_words(text) if "." in word and (path := _word_path(word))]
 
 
 @lru_cache(maxsize=4096)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -119,3 +121,37 @@ def test_first_nonblank_line_is_the_first_line_splitlines_gives_with_text(text: 
 def test_first_nonblank_line_keeps_its_indent() -> None:
     assert first_nonblank_line("\n\n   Error: x\nnext") == "   Error: x"
     assert first_nonblank_line(" \r\n\u2028 \t") == ""
+
+
+_BLOCKS = st.sampled_from(
+    [
+        {"type": "text", "text": "hi"},
+        {"type": "text", "text": f"{SUMMARY_PREFIX} x"},
+        {"type": "tool_result", "tool_use_id": "t", "content": "ok"},
+        {"type": "tool_use", "id": "t", "name": "Read", "input": {}},
+        {"type": "image"},
+        "junk",
+    ]
+)
+_CONTENT = st.one_of(
+    st.sampled_from(["", "text", f"{SUMMARY_PREFIX}\nx", None, 3]), st.lists(_BLOCKS, max_size=3)
+)
+_MESSAGES = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "system"]), "content": _CONTENT},
+    optional={"is_meta": st.booleans(), SUMMARY_KEY: st.just({})},
+)
+
+
+@given(_MESSAGES)
+def test_starts_round_and_summary_marks_keep_their_definitions(message: dict[str, Any]) -> None:
+    """The shortcuts give what the definitions in their docstrings give."""
+    content = message.get("content")
+    if isinstance(content, list) and content and isinstance(content[0], dict):
+        content = content[0].get("text")
+    summary = SUMMARY_KEY in message or (
+        isinstance(content, str) and content.startswith(SUMMARY_PREFIX)
+    )
+    assert is_summary_message(message) == summary
+    real = message.get("role") == "user" and not is_meta(message) and not summary
+    expected = real and any(b.get("type") != "tool_result" for b in blocks_of(message))
+    assert starts_round(message) == expected

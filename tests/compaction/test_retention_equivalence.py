@@ -194,3 +194,27 @@ def test_the_same_on_the_benchmark_histories(make: Any) -> None:
     recall = measure_recall(identifiers, kept)
     assert recall == oracle.measure_recall(identifiers, kept)
     assert 0 < recall[0] < 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(_HISTORIES, _HISTORIES, st.lists(_TEXTS, max_size=6))
+def test_the_same_recall_when_every_triple_of_words_shares_a_hash(
+    history: list[dict[str, Any]], compacted: list[dict[str, Any]], others: list[str]
+) -> None:
+    # Triples of words are kept as hashes: a hash the text has rules nothing out.
+    identifiers = oracle.extract_identifiers(history) + others
+    with (
+        patch.object(retention, "_triple", lambda first, second, third: 0),
+        patch.object(retention, "_triples", lambda words: {0} if len(words) > 2 else set()),
+    ):
+        assert measure_recall(identifiers, compacted) == oracle.measure_recall(
+            identifiers, compacted
+        )
+
+
+def test_recall_of_measures_several_histories_with_the_same_identifiers() -> None:
+    history = synthetic_session(200, 40_000)
+    identifiers = extract_identifiers(history)
+    measure = retention.recall_of(identifiers)
+    for kept in (history[:3] + history[-40:], history[:3] + history[-80:], history):
+        assert measure(kept) == oracle.measure_recall(identifiers, kept)
