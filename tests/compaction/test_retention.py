@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compaction import retention
+from compaction import recall, retention
 from compaction.retention import extract_identifiers, measure_recall
 from tests.support.histories import assistant, histories, user
 
@@ -165,7 +165,7 @@ def test_recall_finds_a_path_inside_a_long_word_without_listing_its_suffixes() -
         2 / 3,
         ["src/app.pyc"],
     )
-    words = retention._Words(f"data:{blob} a/b.py")
+    words = recall._Words(f"data:{blob} a/b.py")
     assert words.holds("src/app.py")
     assert max(map(len, words.suffixes)) == len("a/b.py")
 
@@ -240,7 +240,7 @@ def test_references_match_the_patterns_over_the_whole_text(text):
 @settings(max_examples=400, deadline=None)
 @given(_TEXTS, st.data())
 def test_the_word_index_agrees_with_a_substring_search(text, data):
-    words = retention._Words(text)
+    words = recall._Words(text)
     if text:
         start = data.draw(st.integers(0, len(text) - 1))
         end = data.draw(st.integers(start, len(text)))

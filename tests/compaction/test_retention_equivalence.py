@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.histories import project_session, synthetic_session
-from compaction import retention
+from compaction import recall, retention
 from compaction.messages import make_summary_message
 from compaction.retention import extract_identifiers, measure_recall
 from tests.compaction import retention_oracle as oracle
@@ -204,8 +204,8 @@ def test_the_same_recall_when_every_triple_of_words_shares_a_hash(
     # Triples of words are kept as hashes: a hash the text has rules nothing out.
     identifiers = oracle.extract_identifiers(history) + others
     with (
-        patch.object(retention, "_triple", lambda first, second, third: 0),
-        patch.object(retention, "_triples", lambda words: {0} if len(words) > 2 else set()),
+        patch.object(recall, "_triple", lambda first, second, third: 0),
+        patch.object(recall, "_triples", lambda words: {0} if len(words) > 2 else set()),
     ):
         assert measure_recall(identifiers, compacted) == oracle.measure_recall(
             identifiers, compacted
