@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -21,6 +19,7 @@ from typing import Any, Final
 from compaction import count_tokens
 
 from ..importers.blocks import content_text
+from .sized_cache import SizedCache
 
 __all__ = [
     "OVERHEAD_VALUES",
@@ -93,22 +92,17 @@ def remembered_overhead_digest(system: Any, tools: Any) -> str:
     out the same objects again for the same text of its system prompt and tools
     (sessions_app/proxy/digests.py), which nobody changes. For such values only."""
     key = (id(system), id(tools))
-    with _lock:
-        known = _remembered.get(key)
+    known = _remembered.get(key)
     if known is not None and known[0] is system and known[1] is tools:
         return known[2]
     digest = overhead_digest(system, tools)
-    with _lock:
-        _remembered[key] = (system, tools, digest)  # kept alive: their ids stay theirs
-        while len(_remembered) > _REMEMBERED:
-            _remembered.popitem(last=False)
+    _remembered.put(key, (system, tools, digest))  # kept alive: their ids stay theirs
     return digest
 
 
-#: Digests remembered (`remembered_overhead_digest`).
+#: Digests remembered (`remembered_overhead_digest`), the least recently used going first.
 _REMEMBERED: Final = 16
-_lock = threading.Lock()
-_remembered: OrderedDict[tuple[int, int], tuple[Any, Any, str]] = OrderedDict()
+_remembered: SizedCache[tuple[Any, Any, str]] = SizedCache(lambda: _REMEMBERED, lambda _: 1)
 
 
 def count_overhead(state: dict[str, Any], encoding: str | None = None) -> None:
