@@ -93,9 +93,8 @@ def page(
 ) -> Iterator[Any]:
     """A fresh browser context and page; a screenshot is kept whatever the outcome.
 
-    It needs `transactional_db` so that the page is closed before the database is flushed:
-    a page still polling (live.js) had the live server read a table while the flush
-    emptied it ("database table is locked" on SQLite, and the next test's setup failed)."""
+    It needs `transactional_db` so that the page is closed before the database is flushed,
+    and it waits for the requests the page has sent (`_InFlight`) before closing it."""
     context = browser.new_context(viewport={"width": 1440, "height": 1000})
     context.set_default_timeout(10_000)
     tab = context.new_page()
@@ -114,13 +113,42 @@ def page(
     )
     tab.on("pageerror", lambda error: watch.errors.append(str(error)))
     tab.on("request", lambda req: watch.requests.append(req.url))
+    in_flight = _InFlight(tab)
     yield tab
     ARTIFACTS.mkdir(exist_ok=True)
     name = re.sub(r"[^\w.-]+", "_", request.node.name)
     try:
         tab.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
     finally:
-        context.close()
+        try:
+            in_flight.settle()
+        finally:
+            context.close()
+
+
+class _InFlight:
+    """The page's requests the live server may still be answering.
+
+    Closing a page does not stop the server's work on a request already sent: a poll still
+    being answered reads tables while the flush empties them ("database table is locked" on
+    SQLite's shared in-memory database, and the next test starts on a database that was not
+    emptied). `settle` refuses new requests, then waits for those already sent."""
+
+    def __init__(self, tab: Any) -> None:
+        self.tab = tab
+        self.pending: set[Any] = set()
+        # Playwright keeps its own attribute on each handler: plain functions, not bound
+        # builtins such as `set.add`.
+        tab.on("request", lambda req: self.pending.add(req))
+        tab.on("requestfinished", lambda req: self.pending.discard(req))
+        tab.on("requestfailed", lambda req: self.pending.discard(req))
+
+    def settle(self, timeout_ms: int = 15_000) -> None:
+        self.tab.context.route("**/*", lambda route: route.abort())
+        waited = 0
+        while self.pending and waited < timeout_ms:
+            self.tab.wait_for_timeout(50)  # lets Playwright deliver the request events
+            waited += 50
 
 
 @pytest.fixture
