@@ -47,9 +47,10 @@ def message_costs(
     if counts is None:
         return [count_text(serialize_message(_NUMBER, m)) + SEPARATOR for m in messages]
     name = encoding or DEFAULT_ENCODING
+    headers: dict[str, int] = {}  # the tokens of each role's header, once per call
     costs: list[int] = []
     for message, count in zip(messages, counts, strict=True):
-        cost = _plain_cost(message, count, name)
+        cost = _plain_cost(message, count, name, headers)
         if cost is None:
             layout = _layout(message)
             if layout is None:
@@ -60,38 +61,68 @@ def message_costs(
     return costs
 
 
-def _plain_cost(message: Message, count: int, name: str) -> int | None:
+def _header_tokens(message: Message, name: str, headers: dict[str, int]) -> int:
+    """The tokens of `message`'s transcript header (`[number] role:` and a newline)."""
+    role = message.get("role", "?")
+    if type(role) is not str:
+        return _tokens(f"[{_NUMBER}] {role}:\n", name)
+    found = headers.get(role)
+    if found is None:
+        found = headers[role] = _tokens(f"[{_NUMBER}] {role}:\n", name)
+    return found
+
+
+def _plain_cost(
+    message: Message, count: int, name: str, headers: dict[str, int] | None = None
+) -> int | None:
     """`_costed` for the commonest messages, one text or one tool result of text after the
     header (the same figure, without building the layout); None for any other."""
     content = message.get("content")
-    label = ""
-    if type(content) is list and len(content) == 2:
-        return _call_cost(message, content, count, name)
-    if type(content) is list and len(content) == 1 and type(content[0]) is dict:
-        block = content[0]
+    if type(content) is list:
+        if len(content) == 2:
+            return _call_cost(message, content, count, name, headers)
+        block = content[0] if len(content) == 1 else None
+        if type(block) is not dict:
+            return None
         kind = block.get("type")
         if kind == "tool_result":
-            status = "error" if block.get("is_error") else "result"
-            label = f"(tool {status} for id={block.get('tool_use_id')}) "
-            content = block.get("content")
-        else:
-            content = block.get("text") if kind == "text" else None
+            return _result_cost(message, block, count, name, headers)
+        content = block.get("text") if kind == "text" else None
     if type(content) is not str or not content or SUMMARY_KEY in message:
         return None
-    header = f"[{_NUMBER}] {message.get('role', '?')}:\n"
-    if not label:
-        first = content[0]
-        if first.isspace() or first == "/" or content.startswith(SUMMARY_PREFIX):
-            return None
-        return _tokens(header, name) + count  # a chunk starts at the text: `_opens`
-    cut = _first_cut(content, 0, len(content)) if len(content) > _SHORT else -1
+    first = content[0]
+    if first.isspace() or first == "/" or content.startswith(SUMMARY_PREFIX):
+        return None
+    # A chunk starts at the text (`_opens`): its tokens are its own.
+    return _header_tokens(message, name, {} if headers is None else headers) + count
+
+
+def _result_cost(
+    message: Message, block: dict[str, Any], count: int, name: str, headers: dict[str, int] | None
+) -> int | None:
+    """`_plain_cost` of one tool result of text."""
+    content = block.get("content")
+    if type(content) is not str or len(content) <= _SHORT or SUMMARY_KEY in message:
+        return None
+    cut = _first_cut(content, 0, len(content))
     if cut < 0:
         return None
+    status = "error" if block.get("is_error") else "result"
+    label = f"(tool {status} for id={block.get('tool_use_id')}) "
+    head = content[:cut]
+    # The header ends with a newline and the label starts with "(": a chunk starts there.
+    header = _header_tokens(message, name, {} if headers is None else headers)
     # The text's head joins the label; from its first cut on, its tokens are its own.
-    return count + _tokens(header + label + content[:cut], name) - _tokens(content[:cut], name)
+    return count + header + _tokens(label + head, name) - _tokens(head, name)
 
 
-def _call_cost(message: Message, content: list[Any], count: int, name: str) -> int | None:
+def _call_cost(
+    message: Message,
+    content: list[Any],
+    count: int,
+    name: str,
+    headers: dict[str, int] | None = None,
+) -> int | None:
     """`_costed` for an assistant's text then one tool call (the same figure, without
     building the layout); None for any other pair of blocks."""
     said, call = content
@@ -114,7 +145,7 @@ def _call_cost(message: Message, content: list[Any], count: int, name: str) -> i
     # From the input's first cut on, its tokens are its own: the input ends the transcript.
     tail = text[back:]
     line = f"{tail}\n(tool call {tool} id={call.get('id')}) {arguments[:cut]}"
-    header = _tokens(f"[{_NUMBER}] {message.get('role', '?')}:\n", name)
+    header = _header_tokens(message, name, {} if headers is None else headers)
     own = _tokens(tail, name) + _tokens(tool, name) + _tokens(arguments[:cut], name)
     return header + count - own + _tokens(line, name)
 
