@@ -141,15 +141,18 @@ def is_safe_cut(messages: Sequence[Mapping[str, Any]], index: int) -> bool:
 
 def starts_round(message: Mapping[str, Any]) -> bool:
     """True for a real user turn: a user message with text, not meta and not only tool results."""
-    if message.get("role") != "user" or is_meta(message) or is_summary_message(message):
+    if message.get("role") != "user":
         return False
     content = message.get("content")
     if isinstance(content, list):  # `blocks_of` without building its list
         for block in content:
             if isinstance(block, dict) and block.get("type") != "tool_result":
-                return True
+                break
+        else:
+            return False  # only tool results (the commonest user message of an agent)
+    elif not isinstance(content, str):
         return False
-    return isinstance(content, str)
+    return not (is_meta(message) or is_summary_message(message))
 
 
 def round_starts(messages: Sequence[Mapping[str, Any]]) -> list[int]:

@@ -34,7 +34,7 @@ from .policy import Policy
 from .preview import token_preview
 from .results import PruneResult
 from .tokens import compact_json, count_text_tokens, message_tokens
-from .toolpairs import ToolBlock, rebuild_message, tool_blocks
+from .toolpairs import ToolBlock, rebuild_message, tool_blocks, without_blocks
 from .validation import ensure_valid
 
 __all__ = ["protected_start", "prune_tool_blocks"]
@@ -120,16 +120,9 @@ def _merged(
 def _drop_block(
     messages: Sequence[Message], block: ToolBlock, replacements: dict[int, Message | None]
 ) -> None:
-    def without_calls(item: Block) -> Block | None:
-        return None if item.get("type") == "tool_use" else item
-
-    def without_results(item: Block) -> Block | None:
-        is_answer = item.get("type") == "tool_result" and item.get("tool_use_id") in block.ids
-        return None if is_answer else item
-
-    replacements[block.call_index] = rebuild_message(messages[block.call_index], without_calls)
-    replacements[block.result_index] = rebuild_message(
-        messages[block.result_index], without_results
+    replacements[block.call_index] = without_blocks(messages[block.call_index], "tool_use")
+    replacements[block.result_index] = without_blocks(
+        messages[block.result_index], "tool_result", block.ids
     )
 
 

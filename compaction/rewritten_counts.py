@@ -29,15 +29,32 @@ def rewritten_message_tokens(
     before, after = old.get("content"), new.get("content")
     if not isinstance(before, list) or not isinstance(after, list):
         return message_tokens(new, encoding)
-    kept, had = {id(block) for block in after}, {id(block) for block in before}  # identity
-    dropped = [block for block in before if id(block) not in kept]
-    added = [block for block in after if id(block) not in had]
-    if len(before) - len(dropped) != len(after) - len(added):  # a block listed twice
-        return _blocks_tokens(after, encoding)
+    dropped = _left_out(before, after)
+    added: list[Any] = []
+    if dropped is None:  # blocks replaced or moved: compared by identity
+        kept, had = {id(block) for block in after}, {id(block) for block in before}
+        dropped = [block for block in before if id(block) not in kept]
+        added = [block for block in after if id(block) not in had]
+        if len(before) - len(dropped) != len(after) - len(added):  # a block listed twice
+            return _blocks_tokens(after, encoding)
     changed = _rough_size(dropped) + _rough_size(added)
     if changed > _SMALL_CHANGE and changed >= _rough_size(after):
         return _blocks_tokens(after, encoding)
     return old_tokens - _blocks_tokens(dropped, encoding) + _blocks_tokens(added, encoding)
+
+
+def _left_out(before: list[Any], after: list[Any]) -> list[Any] | None:
+    """The blocks of `before` that `after` left out, when `after` is `before` with some
+    blocks dropped (the same objects in the same order: pruning's usual change), else None.
+    Then the tokens of `after` are those of `before` less those of the blocks left out."""
+    dropped: list[Any] = []
+    index, size = 0, len(after)
+    for block in before:
+        if index < size and after[index] is block:
+            index += 1
+        else:
+            dropped.append(block)
+    return dropped if index == size else None
 
 
 #: A change of blocks this small (in characters) is counted whatever the rest holds.

@@ -8,20 +8,18 @@ removed call always takes its result with it and no message is left empty.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
-from .messages import Block, Message, tool_use_ids
+from .messages import Block, Message
 
-__all__ = ["ToolBlock", "rebuild_message", "tool_blocks"]
+__all__ = ["ToolBlock", "rebuild_message", "tool_blocks", "without_blocks"]
 
 #: Blocks that keep a message worth sending on their own. Thinking blocks do not: without
 #: the text or tool calls they led to they are noise (and the API ties them to tool use).
 _SUBSTANTIVE: Final = frozenset({"text", "tool_use", "tool_result", "image", "document"})
 
 
-@dataclass(frozen=True)
-class ToolBlock:
+class ToolBlock(NamedTuple):
     """One tool block (docs/behaviour.md#selective-pruning): the assistant message at `call_index`
     with tool calls `ids`, answered by tool results in the message at `result_index` (its next
     message)."""
@@ -37,7 +35,14 @@ def tool_blocks(messages: Sequence[Mapping[str, Any]]) -> list[ToolBlock]:
     for index, message in enumerate(messages):
         if message.get("role") != "assistant":
             continue
-        ids = tool_use_ids(message)
+        content = message.get("content")
+        if not isinstance(content, list):  # a string is one text block: no tool call
+            continue
+        ids = [
+            str(block.get("id"))
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "tool_use"
+        ]
         if ids:
             blocks.append(ToolBlock(index, index + 1, frozenset(ids)))
     return blocks
@@ -66,6 +71,31 @@ def rebuild_message(message: Message, replace: Callable[[Block], Block | None]) 
     if not any(_is_substantive(block) for block in kept):
         return None
     return {**message, "content": kept}
+
+
+def without_blocks(
+    message: Message, kind: str, ids: frozenset[str] | None = None
+) -> Message | None:
+    """`rebuild_message(message, replace)` where `replace` drops the blocks of type `kind`
+    (only those whose `tool_use_id` is in `ids`, when given) and keeps every other block:
+    the same message, None or a new message, without a call per block."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return message
+    if ids is None:
+        kept = [b for b in content if not isinstance(b, dict) or b.get("type") != kind]
+    else:
+        kept = [
+            b
+            for b in content
+            if not isinstance(b, dict) or b.get("type") != kind or b.get("tool_use_id") not in ids
+        ]
+    if len(kept) == len(content):
+        return message
+    for block in kept:
+        if _is_substantive(block):
+            return {**message, "content": kept}
+    return None
 
 
 def _is_substantive(block: Any) -> bool:

@@ -75,10 +75,12 @@ class _Checked:
     def known_valid(self, messages: Any, *, check_order: bool) -> bool:
         if not isinstance(messages, list | tuple):
             return False
+        if check_order:
+            # An order is remembered with its messages, kept alive: the same identities in
+            # the same order are the very same dicts.
+            return _identities(messages) in self.orders
         known = self.messages
-        if any(known.get(id(message)) is not message for message in messages):
-            return False
-        return not check_order or _identities(messages) in self.orders
+        return all(known.get(id(message)) is message for message in messages)
 
     def remember(self, messages: Sequence[Any], *, check_order: bool) -> None:
         if not isinstance(messages, list | tuple):
@@ -139,14 +141,20 @@ def _plainly_valid(messages: Sequence[Any], *, check_order: bool) -> bool:
         if role not in _ROLES:
             return False
         if check_order:
-            if results and (len(set(results)) != len(results) or not set(results) <= set(before)):
+            if (results or before) and not _answers(results, before):
                 return False
-            if before and not set(before) <= set(results):
-                return False
-            if len(set(uses)) != len(uses):
+            if len(uses) > 1 and len(set(uses)) != len(uses):
                 return False
             before = uses if role == "assistant" else []
     return not before
+
+
+def _answers(results: list[str], before: list[str]) -> bool:
+    """Whether `results` answer each of `before` (the previous message's distinct tool_use
+    ids) once and nothing else."""
+    if results == before:  # the usual order
+        return True
+    return len(set(results)) == len(results) and set(results) == set(before)
 
 
 def _plain_blocks(content: list[Any], role: Any, uses: list[str], results: list[str]) -> bool:

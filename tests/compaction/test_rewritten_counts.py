@@ -45,3 +45,22 @@ def test_a_rewrite_encodes_the_smaller_side():
         assert rewritten_message_tokens(old, count, new) == message_tokens(new)
     assert text not in encoded[:-1]  # the last encode is message_tokens' own
     assert encoded[:-1] == ["Read", '{"file_path":"a.py"}']
+
+
+@settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(history=histories(max_rounds=4), data=st.data())
+def test_any_change_of_blocks_is_counted_as_a_fresh_count_would(history, data):
+    # Blocks dropped (the fast path), but also moved, listed twice or new (the fallback).
+    contents = [m["content"] for m in history if isinstance(m["content"], list)]
+    blocks = [block for content in contents for block in content if isinstance(block, dict)]
+    if not blocks:
+        return
+    pick = st.sampled_from(blocks)
+    before = data.draw(st.lists(pick, min_size=1, max_size=5))
+    after = data.draw(st.lists(st.one_of(st.sampled_from(before), pick), max_size=5))
+    if data.draw(st.booleans()):  # a subsequence of `before`: blocks dropped only
+        after = [block for block in before if data.draw(st.booleans())]
+    old = {"role": "assistant", "content": before}
+    new = {"role": "assistant", "content": after}
+    count = message_tokens(old)
+    assert rewritten_message_tokens(old, count, new) == message_tokens(new)
