@@ -99,15 +99,20 @@ def file_view_sources(
     return [stripped(path, text) for _, path, text in _viewed(messages, tools)]
 
 
+#: The views a message asks for when it asks for none (never written: `asked` is popped
+#: only when it holds something).
+_NO_VIEWS: Final[dict[str, str]] = {}
+
+
 def _viewed(
     messages: Sequence[Mapping[str, Any]], tools: Sequence[str]
 ) -> Iterator[tuple[int, str, str]]:
     """(message index, path, result text) of each file view, in order."""
     # A result answers a call of the message right before it: ids may repeat across turns.
-    asked: dict[str, str] = {}
+    asked: dict[str, str] = _NO_VIEWS
     for index, message in enumerate(messages):
         content = message.get("content")
-        paths: dict[str, str] = {}
+        paths = _NO_VIEWS  # most messages ask for none: no dict made for them
         for block in content if isinstance(content, list) else ():  # text holds no views
             if not isinstance(block, dict):
                 continue
@@ -115,6 +120,8 @@ def _viewed(
             if kind == "tool_use":
                 path = file_view_path(block, tools)
                 if path is not None:
+                    if paths is _NO_VIEWS:
+                        paths = {}
                     paths[str(block.get("id"))] = path
             elif kind == "tool_result" and asked and not block.get("is_error"):
                 viewed = asked.pop(str(block.get("tool_use_id")), None)
