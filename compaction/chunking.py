@@ -112,42 +112,30 @@ def fits_costed(
 
 def tool_units(messages: Sequence[Message]) -> list[range]:
     """The spans a chunk must not split: each tool call with the messages up to its result."""
-    ids = [_tool_ids(message) for message in messages]
-    answered: dict[str, int] = {}
-    for index, (_, results) in enumerate(ids):
-        for tool_id in results:
-            answered.setdefault(tool_id, index)
+    answered: dict[str, int] = {}  # each tool id's first result
+    calls: dict[int, list[str]] = {}  # the tool_use ids of each message that has some
+    for index, message in enumerate(messages):
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if isinstance(block, dict):
+                kind = block.get("type")
+                if kind == "tool_use":
+                    calls.setdefault(index, []).append(str(block.get("id")))
+                elif kind == "tool_result":
+                    answered.setdefault(str(block.get("tool_use_id")), index)
     units: list[range] = []
     start = end = 0
-    for index, (uses, _) in enumerate(ids):
+    for index in range(len(messages)):
         if index > end:
             units.append(range(start, end + 1))
             start = end = index
-        for tool_id in uses:
+        for tool_id in calls.get(index, ()):
             end = max(end, answered.get(tool_id, index))
     if messages:
         units.append(range(start, end + 1))
     return units
-
-
-_NO_IDS: Final[tuple[list[str], list[str]]] = ([], [])
-
-
-def _tool_ids(message: Message) -> tuple[list[str], list[str]]:
-    """(`tool_use_ids`, `tool_result_ids`) of a message, its blocks read once."""
-    content = message.get("content")
-    if not isinstance(content, list):
-        return _NO_IDS
-    uses: list[str] = []
-    results: list[str] = []
-    for block in content:
-        if isinstance(block, dict):
-            kind = block.get("type")
-            if kind == "tool_use":
-                uses.append(str(block.get("id")))
-            elif kind == "tool_result":
-                results.append(str(block.get("tool_use_id")))
-    return uses, results
 
 
 def chunk_messages(
@@ -174,7 +162,7 @@ def chunk_messages(
     cut = False
     for unit in tool_units(messages):
         members = list(messages[unit.start : unit.stop])
-        cost = sum(costs[unit.start : unit.stop])
+        cost = costs[unit.start] if len(unit) == 1 else sum(costs[unit.start : unit.stop])
         alone = summaries_alone and len(members) == 1 and is_summary_message(members[0])
         was_cut = cost > limit
         if was_cut:

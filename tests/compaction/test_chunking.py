@@ -301,3 +301,31 @@ def test_costs_from_counts_are_exact_for_long_texts_and_calls(text, name, path, 
     ]
     counts = message_token_counts(messages, encoding)
     assert message_costs(messages, encoding, counts) == message_costs(messages, encoding)
+
+
+def _reference_units(messages: list[dict[str, Any]]) -> list[range]:
+    """`tool_units` as first written: every message's ids, then the spans."""
+    ids = [(tool_use_ids(m), tool_result_ids(m)) for m in messages]
+    answered: dict[str, int] = {}
+    for index, (_, results) in enumerate(ids):
+        for tool_id in results:
+            answered.setdefault(tool_id, index)
+    units: list[range] = []
+    start = end = 0
+    for index, (uses, _) in enumerate(ids):
+        if index > end:
+            units.append(range(start, end + 1))
+            start = end = index
+        for tool_id in uses:
+            end = max(end, answered.get(tool_id, index))
+    if messages:
+        units.append(range(start, end + 1))
+    return units
+
+
+@CI
+@given(histories(max_rounds=6), st.randoms(use_true_random=False))
+def test_tool_units_are_the_reference_spans_in_any_order(messages, random):
+    assert tool_units(messages) == _reference_units(messages)
+    random.shuffle(messages)  # results before their calls, calls never answered
+    assert tool_units(messages) == _reference_units(messages)
