@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .messages import Message, is_safe_cut, round_starts
+from .messages import Message, is_safe_cut, starts_round
 from .policy import Policy
 from .results import Partition
 from .tokens import count_tokens, message_token_counts
@@ -136,8 +136,8 @@ def _protect_rounds(
     Newest round first, a round is pulled in while head + summary + tail stay under the
     trigger threshold and some message is left in the middle (see the module doc).
     """
-    rounds = [index for index in round_starts(messages) if index >= head_end]
-    protected = [index for index in rounds[-policy.dialogue_rounds_keep_min :] if index < start]
+    rounds = _newest_round_starts(messages, head_end, policy.dialogue_rounds_keep_min)
+    protected = [index for index in rounds if index < start]
     fixed = sum(counts[:head_end]) + policy.summary_max_tokens
     tail_tokens = sum(counts[start:])
     chosen = start
@@ -150,6 +150,21 @@ def _protect_rounds(
             break
         chosen = candidate
     return chosen
+
+
+def _newest_round_starts(
+    messages: Sequence[Mapping[str, Any]], head_end: int, rounds: int
+) -> list[int]:
+    """The last `rounds` (> 0) of `round_starts(messages)` at or after `head_end`, oldest
+    first: found from the end, so only the newest rounds are read."""
+    found: list[int] = []
+    index = len(messages)
+    while index > head_end and len(found) < rounds:
+        index -= 1
+        if starts_round(messages[index]):
+            found.append(index)
+    found.reverse()
+    return found
 
 
 def _safe_start(messages: Sequence[Mapping[str, Any]], head_end: int, start: int) -> int:

@@ -127,12 +127,15 @@ def _plainly_valid(messages: Sequence[Any], *, check_order: bool) -> bool:
             return False
         role = message.get("role")
         content = message.get("content")
+        if type(content) is str:  # no blocks: no tool ids, so no answer `before` wants
+            if not content or content.isspace() or role not in _ROLES:  # (isspace: no copy)
+                return False
+            if check_order and before:
+                return False
+            continue
         uses: list[str] = []
         results: list[str] = []
-        if type(content) is str:
-            if not content or content.isspace():  # `not content.strip()`, without a copy
-                return False
-        elif (
+        if (
             type(content) is not list
             or not content
             or not _plain_blocks(content, role, uses, results)
@@ -163,6 +166,11 @@ def _plain_blocks(content: list[Any], role: Any, uses: list[str], results: list[
         if type(block) is not dict:
             return False
         kind = block.get("type")
+        if kind == "text":  # the commonest block: `_plain_text` without a call
+            text = block.get("text")
+            if type(text) is not str or not text or text.isspace():
+                return False
+            continue
         check = _PLAIN_CHECKS.get(kind)
         if check is None or not check(block, role):
             return False
