@@ -75,8 +75,12 @@ def is_summary_message(message: Mapping[str, Any]) -> bool:
     content = message.get("content")
     if type(content) is str:  # the commonest shape first (same test as below)
         return content.startswith(SUMMARY_PREFIX)
-    if isinstance(content, list) and content and isinstance(content[0], dict):
-        content = content[0].get("text")
+    if (type(content) is list or isinstance(content, list)) and content:
+        first = content[0]
+        if type(first) is dict or isinstance(first, dict):
+            content = first.get("text")
+            if type(content) is str:  # a text block's text: the commonest first block
+                return content.startswith(SUMMARY_PREFIX)
     return isinstance(content, str) and content.startswith(SUMMARY_PREFIX)
 
 

@@ -4,6 +4,7 @@ counts (`ContextState`), and a step's failure (`StepFailure`), which rolls back.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from .messages import Message
 from .tokens import message_token_counts
@@ -18,8 +19,9 @@ class ContextState:
     messages: list[Message]
     counts: list[int]
 
-    @property
+    @cached_property
     def tokens(self) -> int:
+        """The total of `counts` (summed once: a run asks for it again and again)."""
         return sum(self.counts)
 
     def then(self, messages: list[Message], encoding: str) -> ContextState:

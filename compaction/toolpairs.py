@@ -99,9 +99,10 @@ def without_blocks(
 
 
 def _is_substantive(block: Any) -> bool:
-    if not isinstance(block, Mapping) or block.get("type") not in _SUBSTANTIVE:
+    if type(block) is not dict and not isinstance(block, Mapping):  # the ABC check last
         return False
-    if block.get("type") == "text":
+    kind = block.get("type")
+    if kind == "text":
         text = block.get("text")
-        return isinstance(text, str) and bool(text.strip())
-    return True
+        return isinstance(text, str) and bool(text) and not text.isspace()  # strip, no copy
+    return kind in _SUBSTANTIVE

@@ -138,16 +138,39 @@ def _call_cost(
     back = _last_cut(text, 0, len(text))
     if back <= 0:
         return None
-    arguments = compact_json(call.get("input", {}))
-    cut = _first_cut(arguments, 0, len(arguments))
-    if cut < 0:
+    head = _arguments_head(call.get("input", {}))
+    if not head:
         return None  # the layout's way
-    # From the input's first cut on, its tokens are its own: the input ends the transcript.
+    # From a cut in the input on, its tokens are its own: the input ends the transcript.
     tail = text[back:]
-    line = f"{tail}\n(tool call {tool} id={call.get('id')}) {arguments[:cut]}"
+    line = f"{tail}\n(tool call {tool} id={call.get('id')}) {head}"
     header = _header_tokens(message, name, {} if headers is None else headers)
-    own = _tokens(tail, name) + _tokens(tool, name) + _tokens(arguments[:cut], name)
+    own = _tokens(tail, name) + _tokens(tool, name) + _tokens(head, name)
     return header + count - own + _tokens(line, name)
+
+
+def _arguments_head(arguments: Any) -> str:
+    """The compact JSON of a tool input up to a `_CUT` in it ("" when it has none).
+
+    Any cut gives the same cost, so the input is not encoded whole when its first key is
+    plain (printable ASCII without quote or backslash: the JSON shows it as it is) and
+    holds a cut, as `{"file_path":` does.
+    """
+    if type(arguments) is dict and arguments:
+        key = next(iter(arguments))
+        if type(key) is str and _shown_as_is(key):
+            start = f'{{"{key}":'
+            cut = _first_cut(start, 0, len(start))
+            if cut > 0:  # before the start's end: the same characters around it
+                return start[:cut]
+    encoded = compact_json(arguments)
+    cut = _first_cut(encoded, 0, len(encoded))
+    return encoded[:cut] if cut > 0 else ""
+
+
+def _shown_as_is(key: str) -> bool:
+    """Whether the JSON of `key` is `key` in quotes (nothing escaped)."""
+    return key.isascii() and key.isprintable() and '"' not in key and "\\" not in key
 
 
 #: A piece of a message's transcript that its token count holds: `text[start:end]` is what

@@ -25,7 +25,12 @@ from compaction.messages import (
     tool_use_ids,
 )
 from compaction.summarizers.prompt import serialize_transcript
-from compaction.tokens import count_prefixed, count_text_tokens, message_token_counts
+from compaction.tokens import (
+    compact_json,
+    count_prefixed,
+    count_text_tokens,
+    message_token_counts,
+)
 from tests.support.encoded import recording_encodes
 from tests.support.histories import (
     WORDS,
@@ -329,3 +334,21 @@ def test_tool_units_are_the_reference_spans_in_any_order(messages, random):
     assert tool_units(messages) == _reference_units(messages)
     random.shuffle(messages)  # results before their calls, calls never answered
     assert tool_units(messages) == _reference_units(messages)
+
+
+_KEYS = st.text(
+    st.sampled_from(["a", "B", "_", "1", " ", '"', "\\", "é", "\n", "\x7f", "-"]), max_size=6
+)
+
+
+@CI
+@given(st.dictionaries(_KEYS, st.text(max_size=8) | st.integers(), max_size=3))
+def test_a_tool_input_head_ends_at_a_cut_of_its_compact_json(arguments):
+    # Costing a tool call needs its input's JSON only up to a cut (any cut: the same cost).
+    encoded = compact_json(arguments)
+    head = transcript_costs._arguments_head(arguments)
+    if head:
+        assert encoded.startswith(head)
+        assert transcript_costs._FIRST_CUT.match(encoded, len(head)) is not None
+    else:
+        assert transcript_costs._first_cut(encoded, 0, len(encoded)) < 0
