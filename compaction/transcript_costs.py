@@ -12,6 +12,7 @@ junction) is encoded.
 
 from __future__ import annotations
 
+import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -160,12 +161,18 @@ def _arguments_head(arguments: Any) -> str:
         key = next(iter(arguments))
         if type(key) is str and _shown_as_is(key):
             start = f'{{"{key}":'
+            letters = len(key) - len(key.lstrip(_ASCII_LETTERS))
+            if letters and key[letters : letters + 1] != "'":
+                return start[: 2 + letters]  # after a letter, before a non-letter: a cut
             cut = _first_cut(start, 0, len(start))
             if cut > 0:  # before the start's end: the same characters around it
                 return start[:cut]
     encoded = compact_json(arguments)
     cut = _first_cut(encoded, 0, len(encoded))
     return encoded[:cut] if cut > 0 else ""
+
+
+_ASCII_LETTERS: Final = string.ascii_letters
 
 
 def _shown_as_is(key: str) -> bool:

@@ -206,7 +206,7 @@ def _header(file: SourceFile, description: str) -> str:
 
 def _neutralize(text: str) -> str:
     """Paths, headings and excerpts are untrusted: they must not open or close a block."""
-    return _REMINDER_TAG.sub(r"&lt;\1", text)
+    return _REMINDER_TAG.sub(r"&lt;\1", text) if "<" in text else text
 
 
 def _render(files: list[_FoldedFile], drop: frozenset[int]) -> str:

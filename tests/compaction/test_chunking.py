@@ -337,7 +337,7 @@ def test_tool_units_are_the_reference_spans_in_any_order(messages, random):
 
 
 _KEYS = st.text(
-    st.sampled_from(["a", "B", "_", "1", " ", '"', "\\", "é", "\n", "\x7f", "-"]), max_size=6
+    st.sampled_from(["a", "B", "'", "_", "1", " ", '"', "\\", "é", "\n", "\x7f", "-"]), max_size=6
 )
 
 
