@@ -18,7 +18,6 @@ cannot take (lone surrogates) or everything when `configure(fast_counting=False)
 from __future__ import annotations
 
 import gzip
-import json
 import logging
 import os
 import tempfile
@@ -35,11 +34,13 @@ import tiktoken
 import tiktoken.load
 
 from .errors import InvalidMessagesError, Problem, UnknownEncodingError
+from .json_text import compact_json
 
 __all__ = [
     "DEFAULT_ENCODING",
     "ENCODINGS",
     "IMAGE_TOKENS",
+    "compact_json",
     "configure",
     "count_prefixed",
     "count_text_tokens",
@@ -423,13 +424,3 @@ def _block_pieces(blocks: Iterable[Any]) -> Iterator[str | int]:
 def _is_text_source(block: Mapping[str, Any]) -> bool:
     source = block.get("source")
     return isinstance(source, Mapping) and source.get("type") == "text"
-
-
-def compact_json(value: Any) -> str:
-    """JSON without spaces, as tool_use input is counted and truncated."""
-    return _COMPACT_JSON.encode(value)
-
-
-#: `json.dumps(value, ensure_ascii=False, separators=(",", ":"))`, without making an
-#: encoder for each call.
-_COMPACT_JSON: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
