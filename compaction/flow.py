@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from .alternation import merge_new_neighbours, sources_by_identity
+from .alternation import merge_groups, merge_run, sources_by_identity
 from .archive import archive_messages
 from .blobstore import BlobStore
 from .chain_steps import over_hard_limit, over_threshold, run_fallback, run_offload, run_selective
@@ -238,15 +238,19 @@ class _Flow:
         holds the merged message, so the result still recognises it.
         """
         sources = sources_by_identity(state.messages, original.messages)
-        merged = merge_new_neighbours(state.messages, sources)
-        if len(merged) == len(state.messages):
+        groups = merge_groups(state.messages, sources)
+        if len(groups) == len(state.messages):
             return state
+        merged = [merge_run([state.messages[i] for i in group]) for group in groups]
+        # Merging adds and removes no token (alternation.py): a merged message's count is
+        # the sum of its parts' counts, not a count of its texts again.
+        counts = [sum(state.counts[i] for i in group) for group in groups]
         if self.summary is not None:
             meta = self.summary.message.get(SUMMARY_KEY)
             message = next((m for m in merged if m.get(SUMMARY_KEY) is meta), None)
             if message is not None:
                 self.summary = replace(self.summary, message=message)
-        return state.then(merged, self.policy.encoding)
+        return ContextState(merged, counts)
 
     def _checked(self, original: ContextState, state: ContextState) -> ContextState:
         """The new context if it is a valid request with fewer tokens, else the original."""
