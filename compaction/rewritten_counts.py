@@ -37,10 +37,11 @@ def rewritten_message_tokens(
         added = [block for block in after if id(block) not in had]
         if len(before) - len(dropped) != len(after) - len(added):  # a block listed twice
             return _blocks_tokens(after, encoding)
-    changed = _rough_size(dropped) + _rough_size(added)
+    changed = _rough_size(dropped) + (_rough_size(added) if added else 0)
     if changed > _SMALL_CHANGE and changed >= _rough_size(after):
         return _blocks_tokens(after, encoding)
-    return old_tokens - _blocks_tokens(dropped, encoding) + _blocks_tokens(added, encoding)
+    tokens = old_tokens - _blocks_tokens(dropped, encoding)
+    return tokens + _blocks_tokens(added, encoding) if added else tokens
 
 
 def _left_out(before: list[Any], after: list[Any]) -> list[Any] | None:
