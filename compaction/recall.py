@@ -126,23 +126,28 @@ def _triples(words: list[str]) -> set[int]:
 
 
 class _Prepared:
-    """Identifiers (`identifiers`, in order); each distinct one of five words or more by the
-    `_triple` of its 2nd to 4th words (`by_key`, `_Words.present`), the others with their
-    words (`others`)."""
+    """Identifiers (`identifiers`, in order): those of five words or more by the `_triple`
+    of their 2nd to 4th words (`by_key`, and `more` when two share one; `_Words.present`),
+    the others with their words (`others`)."""
 
     def __init__(self, identifiers: Sequence[str]) -> None:
         self.identifiers = list(identifiers)
-        self.by_key: dict[int, list[str]] = {}
-        self.keys: frozenset[int] = frozenset()
+        self.by_key: dict[int, str] = {}
+        self.more: dict[int, list[str]] = {}
         self.others: list[tuple[str, list[str]]] = []
-        for identifier in dict.fromkeys(self.identifiers):
+        for identifier in self.identifiers:  # a repeated one is only tested twice
             parts = identifier.split(None, 4)
-            if len(parts) == 5:
-                key = _triple(parts[1], parts[2], parts[3])
-                self.by_key.setdefault(key, []).append(identifier)
-            else:
+            if len(parts) < 5:
                 self.others.append((identifier, parts))
+            elif (key := _triple(parts[1], parts[2], parts[3])) in self.by_key:
+                self.more.setdefault(key, []).append(identifier)
+            else:
+                self.by_key[key] = identifier
         self.keys = frozenset(self.by_key)
+
+    def keyed(self, key: int) -> list[str]:
+        """The identifiers of five words or more whose `_triple` is `key`."""
+        return [self.by_key[key], *self.more.get(key, ())]
 
     def recall(self, present: set[str]) -> tuple[float, list[str]]:
         """The share of the identifiers in `present` (1.0 of none), and the others, in order."""
@@ -199,7 +204,7 @@ class _Words:
         found: set[str] = set()
         if prepared.by_key:
             for key in self.triples & prepared.keys:  # over the smaller of the two
-                for identifier in prepared.by_key[key]:
+                for identifier in prepared.keyed(key):
                     if identifier not in known and self._holds(identifier, identifier.split()):
                         found.add(identifier)
         whole = self.whole

@@ -51,6 +51,9 @@ _BARE_FILE: Final = re.compile(
     r"hpp|cs|rb|php|md|rst|txt|json|yaml|yml|toml|ini|cfg|sh|html|css|scss|sql|xml|csv|lock|"
     r"env|ipynb|gradle|kt|swift|vue|svelte)\b"
 )
+#: A word no match of `_BARE_FILE` starts inside (after a character the pattern looks behind
+#: for): one can start it only, and holds no `/`.
+_PLAIN_PATH: Final = re.compile(r"[\w/.-]+")
 _EXTENSION: Final = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,7}$")
 _ERROR: Final = re.compile(
     r"\b[A-Z]\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\bfailed\b|\berror:",
@@ -124,8 +127,9 @@ class _Scan:
             arguments = block.get("input")
             for text in input_strings(arguments):
                 self.text(text, False)
-            for entry in _open_todo_entries(arguments):
-                self.add(entry)
+            if not isinstance(arguments, dict) or "todos" in arguments:  # the usual input: none
+                for entry in _open_todo_entries(arguments):
+                    self.add(entry)
         elif kind == "tool_result":
             if block.get("is_error"):
                 name = self.asked.get(str(block.get("tool_use_id")))
@@ -166,7 +170,7 @@ def _references(words: Sequence[str]) -> list[str]:
     finds; a URL is cut out of its word, and what is left of the word is words again."""
     found: list[str] = []
     rest = words
-    if any("://" in word for word in words):
+    if "://" in " ".join(words):  # no "://" spans two words
         rest = []
         for word in words:
             if "://" in word:
@@ -174,14 +178,18 @@ def _references(words: Sequence[str]) -> list[str]:
                 rest.extend(_URL.sub(" ", word).split())
             else:
                 rest.append(word)
+    plain: set[str] = set()  # words of path characters only (a file name starts them only)
     for word in rest:
         if "/" in word:
             for match in _PATH.finditer(word):
-                path = match.group().rstrip(".,;:!?")
+                whole = match.group()
+                path = whole.rstrip(".,;:!?")
                 if path.startswith(("/", "./", "../", "~/")) or _EXTENSION.search(path):
                     found.append(path)
+                if len(whole) == len(word) and _PLAIN_PATH.fullmatch(word):
+                    plain.add(word)
     for word in rest:
-        if "." in word:
+        if "." in word and (word not in plain or "." in word[: word.find("/")]):
             found.extend(match.group() for match in _BARE_FILE.finditer(word))
     return found
 
