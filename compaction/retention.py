@@ -64,7 +64,11 @@ _NOT_ERROR: Final = re.compile(
 _GENERIC_TRACEBACK: Final = "Traceback (most recent call last):"
 #: A literal each match of `_ERROR` contains.
 _ERROR_WORDS: Final = ("Error", "Exception", "Traceback", "FAILED", "failed", "error:")
-_ERROR_HINT: Final = re.compile("|".join(_ERROR_WORDS))
+#: Each of `_ERROR_WORDS`, matched at its first letter, or for `error:` at its colon: the
+#: regex engine tries a match at each character that can start one, and these are rarer
+#: than the `e` of `error:` (`failed`'s `f` too, against its `a`). The match lies inside
+#: the error word, which holds no whitespace and no other error word's start.
+_ERROR_HINT: Final = re.compile(r"Error|Exception|Traceback|FAILED|f(?=ailed)|:(?<=error:)")
 _TODO: Final = re.compile(r"^\s*(?:[-*]\s+\[ \]\s+\S.*|.*\bTODO:\s*\S.*)$", re.MULTILINE)
 _OPEN_STATUSES: Final = frozenset({"pending", "in_progress"})
 _TEXT_ROLES: Final = frozenset({"user", "assistant"})
@@ -234,10 +238,11 @@ def _error_lines(text: str) -> list[str]:
 def _is_error(line: str, first: int, found: list[str]) -> bool:
     """Appends `line`, stripped and trimmed, to `found` when it is an error line.
 
-    `first`: where its first error word is. A match of the error pattern holds one and
-    starts at the start of a word (of `\\w` characters) or at the error word, so it is
-    searched from the last space before `first`; whitespace around the line changes no
-    word boundary, so the unstripped line has the same matches as the stripped one."""
+    `first`: a position inside its first error word (`_ERROR_HINT`). A match of the error
+    pattern holds one and starts at the start of a word (of `\\w` characters) or at the
+    error word, so it is searched from the last space before `first`; whitespace around the
+    line changes no word boundary, so the unstripped line has the same matches as the
+    stripped one."""
     stripped = line.strip()
     if stripped == _GENERIC_TRACEBACK or _NOT_ERROR.match(line):
         return False
