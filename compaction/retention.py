@@ -115,7 +115,9 @@ class _Scan:
             if role in _TEXT_ROLES:
                 self.text(content, role == "user")
         elif isinstance(content, list):
-            if role == "user" and starts_round(message):
+            # One tool result (the commonest user message) starts no round: not asked.
+            answer = len(content) == 1 and _is_tool_result(content[0])
+            if role == "user" and not answer and starts_round(message):
                 self.add(_first_line(_plain_text(message)))
             for block in content:
                 if isinstance(block, dict):
@@ -268,6 +270,10 @@ def _open_todo_entries(arguments: Any) -> Iterator[str]:
             content = todo.get("content")
             if isinstance(content, str):
                 yield content.strip()[:_MAX_LINE]
+
+
+def _is_tool_result(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_result"
 
 
 def _first_line(text: str) -> str:
