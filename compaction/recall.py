@@ -9,13 +9,13 @@ the words that hold a `/` or a `.`.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from functools import cached_property
 from typing import Any, Final
 
 from .messages import blocks_of, message_text
 
-__all__ = ["input_strings", "measure_recall", "recall_of"]
+__all__ = ["input_strings", "measure_recall", "recall_around", "recall_of"]
 
 #: The longest word of a compacted text whose suffixes recall lists (longer ones are searched).
 _SHORT_WORD: Final = 64
@@ -35,19 +35,83 @@ def recall_of(
     identifiers: Sequence[str],
 ) -> Callable[[Sequence[Mapping[str, Any]]], tuple[float, list[str]]]:
     """`measure_recall` of `identifiers` for any `messages`: the identifiers are split into
-    words once for every history measured (a run measures its compacted history twice
-    when it asks again)."""
+    words once for every history measured."""
     prepared = _Prepared(identifiers)
 
     def measure(messages: Sequence[Mapping[str, Any]]) -> tuple[float, list[str]]:
         if not prepared.identifiers:
             return 1.0, []
         haystack = "\n".join(_searchable_texts(messages))
-        missing = _Words(haystack).missing_prepared(prepared)
-        total = len(prepared.identifiers)
-        return (total - len(missing)) / total, missing
+        return prepared.recall(_Words(haystack).present(prepared))
 
     return measure
+
+
+def recall_around(
+    identifiers: Sequence[str],
+    head: Sequence[Mapping[str, Any]],
+    tail: Sequence[Mapping[str, Any]],
+    fixed: str = "",
+) -> Callable[[Mapping[str, Any]], tuple[float, list[str]]]:
+    """`measure_recall` of `identifiers` in `[*head, summary, *tail]` for any `summary`
+    message: head and tail are measured once for every summary (a run measures its first
+    summary and, when it asks again, its second).
+
+    `fixed`: a text that each summary's text is expected to end with after a line break
+    (the file outlines), measured once with head and tail; a summary that does not end so
+    is measured with head and tail again."""
+    return _Around(identifiers, head, tail, fixed)
+
+
+class _Around:
+    """`recall_around`. The history's text is its texts joined by line breaks, so an
+    identifier without one is in it when it is inside one text: in head's and tail's, or in
+    the summary's; and a text `X + "\\n" + fixed` holds it when X or `fixed` does. One with
+    a line break is searched in the whole text."""
+
+    def __init__(
+        self,
+        identifiers: Sequence[str],
+        head: Sequence[Mapping[str, Any]],
+        tail: Sequence[Mapping[str, Any]],
+        fixed: str,
+    ) -> None:
+        self.prepared = _Prepared(identifiers)
+        self.head = list(_searchable_texts(head))
+        self.tail = list(_searchable_texts(tail))
+        self.fixed = fixed
+        self.spanning = {
+            identifier for identifier in self.prepared.identifiers if "\n" in identifier
+        }
+        # The order of the texts changes nothing for an identifier without a line break;
+        # the outlines first, as the middle's lines they hold are found sooner there.
+        outer = [fixed, *self.head, *self.tail] if fixed else [*self.head, *self.tail]
+        #: The identifiers without a line break that head, tail and `fixed` hold.
+        self.outer: set[str] = set()
+        if self.prepared.identifiers:
+            self.outer = _Words("\n".join(outer)).present(self.prepared) - self.spanning
+
+    def __call__(self, summary: Mapping[str, Any]) -> tuple[float, list[str]]:
+        if not self.prepared.identifiers:
+            return 1.0, []
+        texts = list(_searchable_texts([summary]))
+        cut = texts
+        if self.fixed:
+            end = "\n" + self.fixed
+            cut = [text[: -len(end)] if text.endswith(end) else text for text in texts]
+            if all(a is b for a, b in zip(cut, texts, strict=True)):  # `fixed` is not there
+                return self.prepared.recall(_Words(self._whole(texts)).present(self.prepared))
+        present = _Words("\n".join(cut)).present(self.prepared, self.outer)
+        present -= self.spanning
+        present |= self.outer
+        if self.spanning:
+            whole = self._whole(texts)
+            present.update(identifier for identifier in self.spanning if identifier in whole)
+        return self.prepared.recall(present)
+
+    def _whole(self, texts: list[str]) -> str:
+        """The history's text, given the summary's `texts`."""
+        return "\n".join([*self.head, *texts, *self.tail])
 
 
 def _triple(first: str, second: str, third: str) -> int:
@@ -62,16 +126,36 @@ def _triples(words: list[str]) -> set[int]:
 
 
 class _Prepared:
-    """Identifiers with, for one of five words or more, the `_triple` of its 2nd to 4th
-    words (`_Words.missing`), else None."""
+    """Identifiers (`identifiers`, in order): those of five words or more by the `_triple`
+    of their 2nd to 4th words (`by_key`, and `more` when two share one; `_Words.present`),
+    the others with their words (`others`)."""
 
     def __init__(self, identifiers: Sequence[str]) -> None:
         self.identifiers = list(identifiers)
-        self.keys: list[int | None] = []
-        for identifier in self.identifiers:
+        self.by_key: dict[int, str] = {}
+        self.more: dict[int, list[str]] = {}
+        self.others: list[tuple[str, list[str]]] = []
+        for identifier in self.identifiers:  # a repeated one is only tested twice
             parts = identifier.split(None, 4)
-            five = len(parts) == 5
-            self.keys.append(_triple(parts[1], parts[2], parts[3]) if five else None)
+            if len(parts) < 5:
+                self.others.append((identifier, parts))
+            elif (key := _triple(parts[1], parts[2], parts[3])) in self.by_key:
+                self.more.setdefault(key, []).append(identifier)
+            else:
+                self.by_key[key] = identifier
+        self.keys = frozenset(self.by_key)
+
+    def keyed(self, key: int) -> list[str]:
+        """The identifiers of five words or more whose `_triple` is `key`."""
+        return [self.by_key[key], *self.more.get(key, ())]
+
+    def recall(self, present: set[str]) -> tuple[float, list[str]]:
+        """The share of the identifiers in `present` (1.0 of none), and the others, in order."""
+        if not self.identifiers:
+            return 1.0, []
+        missing = [identifier for identifier in self.identifiers if identifier not in present]
+        total = len(self.identifiers)
+        return (total - len(missing)) / total, missing
 
 
 class _Words:
@@ -108,47 +192,31 @@ class _Words:
 
     def holds(self, identifier: str) -> bool:
         """True when `identifier` occurs verbatim in the text."""
-        return not self.missing([identifier])
+        return bool(self.present(_Prepared([identifier])))
 
-    def missing(self, identifiers: Sequence[str]) -> list[str]:
-        """The `identifiers` that do not occur in the text, in order.
+    def present(self, prepared: _Prepared, known: Set[str] = frozenset()) -> set[str]:
+        """The identifiers of `prepared` that occur verbatim in the text, those in `known`
+        (known to be present) aside.
 
-        A word of the text is there; an identifier whose 2nd to 4th words (whitespace on
-        both sides) are not three words in a row of the text is not."""
+        A word of the text is there; one of five words or more whose 2nd to 4th words
+        (whitespace on both sides) are not three words in a row of the text is not: only
+        those whose hash of them the text has are searched for."""
+        found: set[str] = set()
+        if prepared.by_key:
+            for key in self.triples & prepared.keys:  # over the smaller of the two
+                for identifier in prepared.keyed(key):
+                    if identifier not in known and self._holds(identifier, identifier.split()):
+                        found.add(identifier)
         whole = self.whole
-        missing = []
-        for identifier in identifiers:
-            if identifier in whole:
+        for identifier, parts in prepared.others:
+            if identifier in known:
                 continue
-            parts = identifier.split(None, 4)
-            if len(parts) == 5:
-                if _triple(parts[1], parts[2], parts[3]) not in self.triples:
-                    missing.append(identifier)
-                    continue
-                parts = identifier.split()
-            if not self._holds(identifier, parts):
-                missing.append(identifier)
-        return missing
-
-    def missing_prepared(self, prepared: _Prepared) -> list[str]:
-        """`missing(prepared.identifiers)`, their words split beforehand."""
-        whole = self.whole
-        triples: set[int] | None = None
-        missing = []
-        for identifier, key in zip(prepared.identifiers, prepared.keys, strict=True):
-            if key is None:  # fewer than five words: all of them
-                if identifier not in whole and not self._holds(identifier, identifier.split()):
-                    missing.append(identifier)
-                continue
-            # five words or more: not a word of the text (it holds whitespace)
-            if triples is None:
-                triples = self.triples
-            if key not in triples or not self._holds(identifier, identifier.split()):
-                missing.append(identifier)
-        return missing
+            if identifier in whole or self._holds(identifier, parts):
+                found.add(identifier)
+        return found
 
     def _holds(self, identifier: str, parts: list[str]) -> bool:
-        """`holds`, given the words of `identifier`."""
+        """True when `identifier`, split into `parts`, occurs verbatim in the text."""
         if len(parts) == 1 and len(parts[0]) == len(identifier):
             if "/" in identifier or "." in identifier:
                 return self._inside_a_word(identifier)

@@ -38,9 +38,9 @@ from .messages import (
     starts_round,
     tool_result_text,
 )
-from .recall import input_strings, measure_recall, recall_of
+from .recall import input_strings, measure_recall, recall_around, recall_of
 
-__all__ = ["extract_identifiers", "measure_recall", "recall_of"]
+__all__ = ["extract_identifiers", "measure_recall", "recall_around", "recall_of"]
 
 _MAX_LINE: Final = 200
 _ERRORS_PER_BLOCK: Final = 3
@@ -51,6 +51,9 @@ _BARE_FILE: Final = re.compile(
     r"hpp|cs|rb|php|md|rst|txt|json|yaml|yml|toml|ini|cfg|sh|html|css|scss|sql|xml|csv|lock|"
     r"env|ipynb|gradle|kt|swift|vue|svelte)\b"
 )
+#: A word no match of `_BARE_FILE` starts inside (after a character the pattern looks behind
+#: for): one can start it only, and holds no `/`.
+_PLAIN_PATH: Final = re.compile(r"[\w/.-]+")
 _EXTENSION: Final = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,7}$")
 _ERROR: Final = re.compile(
     r"\b[A-Z]\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\bfailed\b|\berror:",
@@ -61,7 +64,11 @@ _NOT_ERROR: Final = re.compile(
 _GENERIC_TRACEBACK: Final = "Traceback (most recent call last):"
 #: A literal each match of `_ERROR` contains.
 _ERROR_WORDS: Final = ("Error", "Exception", "Traceback", "FAILED", "failed", "error:")
-_ERROR_HINT: Final = re.compile("|".join(_ERROR_WORDS))
+#: Each of `_ERROR_WORDS`, matched at its first letter, or for `error:` at its colon: the
+#: regex engine tries a match at each character that can start one, and these are rarer
+#: than the `e` of `error:` (`failed`'s `f` too, against its `a`). The match lies inside
+#: the error word, which holds no whitespace and no other error word's start.
+_ERROR_HINT: Final = re.compile(r"Error|Exception|Traceback|FAILED|f(?=ailed)|:(?<=error:)")
 _TODO: Final = re.compile(r"^\s*(?:[-*]\s+\[ \]\s+\S.*|.*\bTODO:\s*\S.*)$", re.MULTILINE)
 _OPEN_STATUSES: Final = frozenset({"pending", "in_progress"})
 _TEXT_ROLES: Final = frozenset({"user", "assistant"})
@@ -108,7 +115,9 @@ class _Scan:
             if role in _TEXT_ROLES:
                 self.text(content, role == "user")
         elif isinstance(content, list):
-            if role == "user" and starts_round(message):
+            # One tool result (the commonest user message) starts no round: not asked.
+            answer = len(content) == 1 and _is_tool_result(content[0])
+            if role == "user" and not answer and starts_round(message):
                 self.add(_first_line(_plain_text(message)))
             for block in content:
                 if isinstance(block, dict):
@@ -124,8 +133,9 @@ class _Scan:
             arguments = block.get("input")
             for text in input_strings(arguments):
                 self.text(text, False)
-            for entry in _open_todo_entries(arguments):
-                self.add(entry)
+            if not isinstance(arguments, dict) or "todos" in arguments:  # the usual input: none
+                for entry in _open_todo_entries(arguments):
+                    self.add(entry)
         elif kind == "tool_result":
             if block.get("is_error"):
                 name = self.asked.get(str(block.get("tool_use_id")))
@@ -166,7 +176,7 @@ def _references(words: Sequence[str]) -> list[str]:
     finds; a URL is cut out of its word, and what is left of the word is words again."""
     found: list[str] = []
     rest = words
-    if any("://" in word for word in words):
+    if "://" in " ".join(words):  # no "://" spans two words
         rest = []
         for word in words:
             if "://" in word:
@@ -174,14 +184,18 @@ def _references(words: Sequence[str]) -> list[str]:
                 rest.extend(_URL.sub(" ", word).split())
             else:
                 rest.append(word)
+    plain: set[str] = set()  # words of path characters only (a file name starts them only)
     for word in rest:
         if "/" in word:
             for match in _PATH.finditer(word):
-                path = match.group().rstrip(".,;:!?")
+                whole = match.group()
+                path = whole.rstrip(".,;:!?")
                 if path.startswith(("/", "./", "../", "~/")) or _EXTENSION.search(path):
                     found.append(path)
+                if len(whole) == len(word) and _PLAIN_PATH.fullmatch(word):
+                    plain.add(word)
     for word in rest:
-        if "." in word:
+        if "." in word and (word not in plain or "." in word[: word.find("/")]):
             found.extend(match.group() for match in _BARE_FILE.finditer(word))
     return found
 
@@ -226,10 +240,11 @@ def _error_lines(text: str) -> list[str]:
 def _is_error(line: str, first: int, found: list[str]) -> bool:
     """Appends `line`, stripped and trimmed, to `found` when it is an error line.
 
-    `first`: where its first error word is. A match of the error pattern holds one and
-    starts at the start of a word (of `\\w` characters) or at the error word, so it is
-    searched from the last space before `first`; whitespace around the line changes no
-    word boundary, so the unstripped line has the same matches as the stripped one."""
+    `first`: a position inside its first error word (`_ERROR_HINT`). A match of the error
+    pattern holds one and starts at the start of a word (of `\\w` characters) or at the
+    error word, so it is searched from the last space before `first`; whitespace around the
+    line changes no word boundary, so the unstripped line has the same matches as the
+    stripped one."""
     stripped = line.strip()
     if stripped == _GENERIC_TRACEBACK or _NOT_ERROR.match(line):
         return False
@@ -255,6 +270,10 @@ def _open_todo_entries(arguments: Any) -> Iterator[str]:
             content = todo.get("content")
             if isinstance(content, str):
                 yield content.strip()[:_MAX_LINE]
+
+
+def _is_tool_result(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_result"
 
 
 def _first_line(text: str) -> str:

@@ -159,7 +159,10 @@ def _lines_within(identifiers: Sequence[str], room: int, encoding: str | None) -
     (a token covers a byte at least).
     """
     lines = [f"- {identifier}\n" for identifier in identifiers]
-    if sum(len(line.encode("utf-8", "surrogatepass")) for line in lines) + len(lines) <= room:
+    # A character is a byte at least: when the characters do not fit, the bytes do not.
+    if sum(map(len, lines)) + len(lines) <= room and (
+        sum(len(line.encode("utf-8", "surrogatepass")) for line in lines) + len(lines) <= room
+    ):
         return len(lines)
     count = text_counter(encoding)
     index = 0

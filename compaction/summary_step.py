@@ -33,7 +33,7 @@ from .partition import split_points
 from .policy import Policy
 from .report import RunReport
 from .results import Partition
-from .retention import extract_identifiers, recall_of
+from .retention import extract_identifiers, recall_around
 from .run_state import ContextState, StepFailure
 from .summarizers.base import Summarizer, SummaryRequest
 from .summary_parts import PartedSummary
@@ -290,9 +290,12 @@ class SummaryStep:
         with the missing identifiers that fit under the input limit. `counts`: the token
         counts of its messages, when known.
         """
-        identifiers = extract_identifiers(first.partition.middle)
-        measure_recall = recall_of(identifiers)
-        recall, missing = measure_recall(first.state.messages)
+        parts = first.partition
+        identifiers = extract_identifiers(parts.middle)
+        # Both states are `[*head, message, *tail]` (`assemble`) and their messages end with
+        # the same outlines: measured once, each summary's own text after.
+        measure_recall = recall_around(identifiers, parts.head, parts.tail, first.outlines)
+        recall, missing = measure_recall(first.message)
         first = replace(first, recall=recall)
         self.report.emit(
             "retention_check",
@@ -310,8 +313,8 @@ class SummaryStep:
         except SummaryError as error:
             logger.warning("retention retry failed: %s", error, extra=self.report.log_fields())
             return first
-        second = self.assemble(state, first.partition, second_text, first.outlines)
-        second_recall, _ = measure_recall(second.state.messages)
+        second = self.assemble(state, parts, second_text, first.outlines)
+        second_recall, _ = measure_recall(second.message)
         return replace(second, recall=second_recall) if second_recall > recall else first
 
     def file_outlines(self, middle: Sequence[Message], counts: Sequence[int]) -> str:

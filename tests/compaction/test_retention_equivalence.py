@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from bench.histories import project_session, synthetic_session
 from compaction import recall, retention
 from compaction.messages import make_summary_message
-from compaction.retention import extract_identifiers, measure_recall
+from compaction.retention import extract_identifiers, measure_recall, recall_around
 from tests.compaction import retention_oracle as oracle
 
 _PIECES = st.sampled_from(
@@ -36,6 +36,11 @@ _PIECES = st.sampled_from(
         "os.path",
         "models.py",
         "foo.tar.gz",
+        "x(models.py/y",
+        "a@b.py/x",
+        "app.py/",
+        "src.d/models.py",
+        "pkg/a.b/c.py",
         "https://example.com/a?b=1.",
         "http://x.org/p/q.py)",
         "(https://ex.com/a.py,",
@@ -59,6 +64,10 @@ _PIECES = st.sampled_from(
         "unfailed",
         "error: x",
         "terror:",
+        "error:failed",
+        "ffailed:",
+        "error::",
+        "Error:",
         "    12→TypeError",
         "3\tRuntimeError",
         "  raise KeyError(x)",
@@ -218,3 +227,72 @@ def test_recall_of_measures_several_histories_with_the_same_identifiers() -> Non
     measure = retention.recall_of(identifiers)
     for kept in (history[:3] + history[-40:], history[:3] + history[-80:], history):
         assert measure(kept) == oracle.measure_recall(identifiers, kept)
+
+
+def _summaries(fixed: str) -> st.SearchStrategy[dict[str, Any]]:
+    """Summary messages that end with `fixed` after a line break (as a summary ends with
+    its outlines), or not, and other messages."""
+    ending = _TEXTS.map(lambda text: make_summary_message(f"{text}\n{fixed}", level=1))
+    blocks = st.tuples(_TEXTS, _TEXTS).map(
+        lambda texts: {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": f"{texts[0]}\n{fixed}"},
+                {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": texts[1]}},
+            ],
+        }
+    )
+    return st.one_of(ending, ending, blocks, _TEXTS.map(make_summary_message), _messages())
+
+
+@settings(max_examples=300, deadline=None)
+@given(_HISTORIES, _HISTORIES, _HISTORIES, st.lists(_TEXTS, max_size=6), st.data())
+def test_recall_around_summaries_is_the_recall_of_the_whole_history(
+    middle: list[dict[str, Any]],
+    head: list[dict[str, Any]],
+    tail: list[dict[str, Any]],
+    others: list[str],
+    data: st.DataObject,
+) -> None:
+    # Head and tail measured once, then each summary; `fixed` holds some identifiers, and
+    # some identifiers are pieces of it (line breaks included).
+    identifiers = oracle.extract_identifiers(middle) + others
+    fixed = data.draw(_TEXTS) + "\n".join(identifiers[::2]) + data.draw(_TEXTS)
+    start = data.draw(st.integers(0, len(fixed)))
+    identifiers.append(fixed[start : data.draw(st.integers(start, len(fixed)))])
+    measure = recall_around(identifiers, head, tail, fixed)
+    for _ in range(2):
+        summary = data.draw(_summaries(fixed))
+        expected = oracle.measure_recall(identifiers, [*head, summary, *tail])
+        assert measure(summary) == expected
+
+
+@pytest.mark.parametrize("make", [synthetic_session, project_session])
+def test_recall_around_on_the_benchmark_histories(make: Any) -> None:
+    history = make(400, 80_000)
+    middle, tail = history[3:-60], history[-60:]
+    identifiers = extract_identifiers(middle)
+    result = next(m for m in middle[40:] if m["content"][0].get("type") == "tool_result")
+    outlines = "\n".join(result["content"][0]["content"].splitlines()[:5])  # some of its lines
+    measure = recall_around(identifiers, history[:3], tail, outlines)
+    for kept in (middle[-40:], middle[:5]):
+        text = "\n".join(oracle.extract_identifiers(kept)[:40])
+        summary = make_summary_message(f"{text}\n\n{outlines}")
+        expected = oracle.measure_recall(identifiers, [*history[:3], summary, *tail])
+        assert 0 < expected[0] < 1
+        assert measure(summary) == expected
+
+
+def test_recall_around_searches_the_identifiers_with_a_line_break_in_the_whole_text() -> None:
+    # Without the outlines the summary's two texts (its text, a tool's name) read "a\nb":
+    # not the history's text.
+    summary = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "a\noutline"},
+            {"type": "tool_use", "id": "t1", "name": "b", "input": {}},
+        ],
+    }
+    identifiers = ["a\nb", "a\noutline\nb", "outline", "a"]
+    measure = recall_around(identifiers, [], [], "outline")
+    assert measure(summary) == oracle.measure_recall(identifiers, [summary]) == (0.75, ["a\nb"])
