@@ -13,7 +13,7 @@ do not drift. Identifiers are copied verbatim. The result fits `max_tokens` (tik
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final
@@ -116,30 +116,34 @@ class _Collector:
         if is_summary_message(message):
             self.earlier_summary(order, parse_summary(message_text(message)))
             return
-        role = message.get("role")
+        read = self.reader(message)
         content = message.get("content")
         if isinstance(content, str):  # one text block
-            self.text(order, role, message, content)
+            if read is not None:
+                read(order, content)
             return
         for block in content if isinstance(content, list) else ():  # `blocks_of`, no copy
             if not isinstance(block, dict):
                 continue
             kind = block.get("type")
             if kind == "text":
-                self.text(order, role, message, str(block.get("text", "")))
+                if read is not None:
+                    read(order, str(block.get("text", "")))
             elif kind == "tool_use":
                 self.tool_use(order, block)
             elif kind == "tool_result":
                 self.tool_result(order, block)
 
-    def text(self, order: int, role: Any, message: Mapping[str, Any], text: str) -> None:
+    def reader(self, message: Mapping[str, Any]) -> Callable[[int, str], None] | None:
+        """What reads the message's texts, by its role; None when they say nothing."""
+        role = message.get("role")
         if role == "user":
-            if not is_meta(message):
-                self.user_text(order, text)
-        elif role == "assistant":
-            self.assistant_text(order, text)
-        elif role == "system":  # mid-conversation notes: paths, TODOs
-            self.text_mentions(order, text)
+            return None if is_meta(message) else self.user_text
+        if role == "assistant":
+            return self.assistant_text
+        if role == "system":  # mid-conversation notes: paths, TODOs
+            return self.text_mentions
+        return None
 
     def earlier_summary(self, order: int, summary: EarlierSummary) -> None:
         """Merge an earlier summary's parts (`summary_merge`); its lines keep their order,
@@ -193,13 +197,25 @@ class _Collector:
             for line in text.splitlines():
                 if _TODO_LINE.search(line):
                     self.add(STATE, f"- Open item: {self.clip(line, 0.7)}", _KEEP, order)
-        for path in _paths_in(text):
-            self.file(path, "mentioned", order)
+        if "." not in text:  # every path has one (`_paths_in`)
+            return
+        files, file_order = self.files, self.file_order
+        for word in marked_words(text):
+            if "." in word and (path := _word_path(word)):
+                # `file(path, "mentioned", order)`, inline: texts name many paths
+                operations = files.get(path)
+                if operations is None:
+                    files[path] = ["mentioned"]
+                elif "mentioned" not in operations:
+                    operations.append("mentioned")
+                file_order[path] = order
 
     def tool_use(self, order: int, block: Mapping[str, Any]) -> None:
         name = str(block.get("name", "tool"))
         raw_input = block.get("input")
-        tool_input: Mapping[str, Any] = raw_input if isinstance(raw_input, Mapping) else {}
+        tool_input: Mapping[str, Any] = (
+            raw_input if type(raw_input) is dict or isinstance(raw_input, Mapping) else {}
+        )
         self.calls[str(block.get("id"))] = _Call(name, tool_input, order)
         self.tool_counts.setdefault(name, [0, 0])[0] += 1
         operation = _operation(name, tool_input)
@@ -226,13 +242,14 @@ class _Collector:
         call = self.asked.get(str(block.get("tool_use_id")))
         name = call.name if call else "tool"
         argument = _argument(call.input) if call else ""
-        text = tool_result_text(block.get("content"))
+        content = block.get("content")
+        text = content if isinstance(content, str) else tool_result_text(content)
         first = first_nonblank_line(text)
         failed = bool(block.get("is_error")) or bool(_ERROR_LINE.match(first))
         label = f"{name}({self.clip(argument, 0.4)})" if argument else name
         if failed:
             self.tool_counts.setdefault(name, [0, 0])[1] += 1
-            error = self.clip(_error_line(text) or "(no message)", 0.7)
+            error = self.clip(_error_line(text, first) or "(no message)", 0.7)
             self.add(TOOLS, f"- {label} → failed: {error}", _CALL, order)
             self.open_errors[name] = len(self.lines)
             self.add(ERRORS, f"- {label} failed: {error}", _KEEP, order)
@@ -338,15 +355,18 @@ def _word_path(word: str) -> str | None:
     return candidate if _PATH_TOKEN.fullmatch(candidate) else None
 
 
-def _input_paths(tool_input: Mapping[str, Any]) -> Iterable[str]:
+def _input_paths(tool_input: Mapping[str, Any]) -> list[str]:
+    """The paths a tool input names under its path keys, in the order of the keys."""
+    paths = []
     for key in _PATH_KEYS:
         value = tool_input.get(key)
         if isinstance(value, str) and value.strip():
-            yield value
+            paths.append(value)
     for key in _PATH_LIST_KEYS:
         values = tool_input.get(key)
         if isinstance(values, list):
-            yield from (value for value in values if isinstance(value, str) and value.strip())
+            paths.extend(value for value in values if isinstance(value, str) and value.strip())
+    return paths
 
 
 def _argument(tool_input: Mapping[str, Any]) -> str:
@@ -358,11 +378,13 @@ def _argument(tool_input: Mapping[str, Any]) -> str:
     return compact_json(tool_input) if tool_input else ""
 
 
-def _error_line(text: str) -> str:
-    """The line that names the error: the last `...Error:` line of a traceback, else the first."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    named = [line for line in lines if _ERROR_NAME.match(line)]
-    return named[-1] if named else (lines[0] if lines else "")
+def _error_line(text: str, first: str) -> str:
+    """The line that names the error: the last `...Error:` line of a traceback, else the
+    first non-blank one, `first` (`first_nonblank_line(text)`)."""
+    for line in reversed(text.splitlines()):  # the last named line is near the end
+        if ("Error" in line or "Exception" in line) and _ERROR_NAME.match(line):
+            return line  # not blank: it holds a name
+    return first
 
 
 class ExtractiveSummarizer:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
+from operator import itemgetter
 from typing import Final, NamedTuple
 
 from ..tokens import text_counter
@@ -58,6 +59,9 @@ class Line(NamedTuple):
     path: str | None = None
 
 
+_SECTION_AND_TEXT: Final = itemgetter(0, 1)
+
+
 def dropped_note(count: int) -> str:
     """The note of a section that lost `count` lines."""
     return f"- ({count} older {'entry' if count == 1 else 'entries'} left out for space)"
@@ -65,6 +69,8 @@ def dropped_note(count: int) -> str:
 
 def dedupe(lines: Sequence[Line]) -> list[Line]:
     """`lines` without repeats (same section and text): the best priority, newest position."""
+    if len(dict.fromkeys(map(_SECTION_AND_TEXT, lines))) == len(lines):  # the common case
+        return list(lines)
     seen: dict[tuple[str, str], int] = {}
     kept: list[Line] = []
     for line in lines:
@@ -100,28 +106,20 @@ def fit(
             costs[index] = count(lines[index].text) + 1
         return costs[index]
 
-    sections = _rendered_sections(lines)
+    ranks = _Ranks(lines)
+    sections = list(SECTIONS) + ([KEY_IDENTIFIERS] if ranks.required else [])
     fixed = sum(_count(f"{section}:\n- none\n", encoding) + _NOTE_RESERVE for section in sections)
     budget = max_tokens - fixed
-    ranked = sorted(range(len(lines)), key=lambda i: (lines[i].priority, -lines[i].order))
     chosen: set[int] = set()
-    required = [i for i in ranked if lines[i].section == KEY_IDENTIFIERS]
-    spent = _take(required, budget, cost, chosen)
+    spent = _take(ranks.required, budget, cost, chosen)
     shared = budget - spent
-    files = _Files(lines, [i for i in ranked if lines[i].path is not None], encoding)
+    files = _Files(lines, ranks.files, encoding)
     for section, share in _SHARES.items():
         if section == FILES:
             spent += files.take(int(shared * share), cost, chosen)
-        candidates = [
-            i
-            for i in ranked
-            if lines[i].section == section
-            and lines[i].priority <= _ESSENTIAL
-            and i not in files.all
-        ]
-        spent += _take(candidates, int(shared * share), cost, chosen)
+        spent += _take(ranks.essential[section], int(shared * share), cost, chosen)
     spent += files.list_more(budget - spent)
-    rest = [i for i in ranked if i not in chosen and i not in files.all]
+    rest = [i for i in ranks.others if i not in chosen]
     spent += _take(rest, budget - spent, cost, chosen)
     layout = _Layout(lines, sections, dict(dropped_before or {}))
     older = files.older
@@ -133,6 +131,31 @@ def fit(
             chosen.discard(max(chosen, key=lambda i: (lines[i].priority, -lines[i].order)))
         text = layout.render(chosen, older)
     return text
+
+
+class _Ranks:
+    """The lines' indexes best first (priority, then newest, then first), sorted out once:
+    the key identifiers, the file lines, each section's essential lines and the others."""
+
+    def __init__(self, lines: Sequence[Line]) -> None:
+        # Two stable sorts on plain keys give the order of one sort on (priority, -order).
+        newest = [-line.order for line in lines]
+        ranked = sorted(range(len(lines)), key=newest.__getitem__)
+        ranked.sort(key=[line.priority for line in lines].__getitem__)
+        self.required: list[int] = []
+        self.files: list[int] = []
+        self.others: list[int] = []  # the lines that are not a file's
+        self.essential: dict[str, list[int]] = {section: [] for section in _SHARES}
+        for index in ranked:
+            section, _, priority, _, path = lines[index]
+            if section == KEY_IDENTIFIERS:
+                self.required.append(index)
+            if path is not None:
+                self.files.append(index)
+                continue
+            self.others.append(index)
+            if priority <= _ESSENTIAL and section in self.essential:
+                self.essential[section].append(index)
 
 
 class _Files:
@@ -205,13 +228,6 @@ def _take(
     return used
 
 
-def _rendered_sections(lines: Sequence[Line]) -> list[str]:
-    sections = list(SECTIONS)
-    if any(line.section == KEY_IDENTIFIERS for line in lines):
-        sections.append(KEY_IDENTIFIERS)
-    return sections
-
-
 class _Layout:
     """Renders chosen lines, the older files' line and each section's dropped note."""
 
@@ -222,21 +238,31 @@ class _Layout:
         self.sections = sections
         self.dropped_before = dropped_before
         self.members: dict[str, list[int]] = {section: [] for section in sections}
+        self.pathed: dict[str, list[int]] = {section: [] for section in sections}
         for index, line in enumerate(lines):
             self.members.setdefault(line.section, []).append(index)
+            if line.path is not None:
+                self.pathed.setdefault(line.section, []).append(index)
 
     def render(self, chosen: set[int], older: Sequence[str]) -> str:
         listed = set(older)
+        lines = self.lines
+        kept: dict[str, list[int]] = {section: [] for section in self.sections}
+        for index in sorted(chosen):  # by section, in the order of the lines
+            kept.setdefault(lines[index].section, []).append(index)
         parts = []
         for section in self.sections:
-            members = self.members[section]
-            kept = sorted((i for i in members if i in chosen), key=lambda i: self.lines[i].order)
-            body = [self.lines[i].text for i in kept]
+            shown = sorted(kept[section], key=lambda i: lines[i].order)
+            body = [lines[i].text for i in shown]
             if section == FILES and older:
                 body.append(OLDER_FILES + ", ".join(older))
-            lost = sum(
-                1 for i in members if i not in chosen and self.lines[i].path not in listed
-            ) + self.dropped_before.get(section, 0)
+            # The lines left out: those not chosen, less the files listed on the older line
+            # (only a line with a path can be listed).
+            listed_out = sum(
+                1 for i in self.pathed[section] if i not in chosen and lines[i].path in listed
+            )
+            lost = len(self.members[section]) - len(shown) - listed_out
+            lost += self.dropped_before.get(section, 0)
             if lost:
                 body.append(dropped_note(lost))
             parts.append(f"{section}:\n" + ("\n".join(body) or "- none"))
