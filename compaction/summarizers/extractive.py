@@ -402,8 +402,10 @@ class ExtractiveSummarizer:
             collector.message(order, message)
         collector.finish()
         lines = dedupe(collector.lines)
-        required = [
-            Line(KEY_IDENTIFIERS, f"- {identifier}", 0, index)
-            for index, identifier in enumerate(request.required_identifiers)
-        ]
-        return fit(required + lines, request.max_tokens, request.encoding, collector.dropped)
+        return fit(
+            lines,
+            request.max_tokens,
+            request.encoding,
+            collector.dropped,
+            required=request.required_identifiers,
+        )

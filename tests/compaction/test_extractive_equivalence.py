@@ -227,18 +227,33 @@ _line = st.builds(
 )
 
 
+# Identifiers, with a run of long ones that can make `fit` give up on the next (the first)
+# before it considers them again among the others.
+_identifiers = st.builds(
+    lambda first, long, last: first + ["src/" + "long_name/" * 30] * long + last,
+    st.lists(st.sampled_from(_WORDS), max_size=60),
+    st.sampled_from((0, 0, 10, 55)),
+    st.lists(st.sampled_from(_WORDS), max_size=20),
+)
+
+
 @CI
 @given(
     st.lists(_line, max_size=80),
     st.integers(0, 1500),
     st.dictionaries(_sections, st.integers(0, 5), max_size=3),
+    _identifiers,
 )
 def test_fit_renders_the_reference_text(
-    lines: list[Line], max_tokens: int, dropped: dict[str, int]
+    lines: list[Line], max_tokens: int, dropped: dict[str, int], identifiers: list[str]
 ) -> None:
-    same = [summary_fit_reference.Line(*line) for line in lines]
+    listed = [
+        summary_fit_reference.Line(KEY_IDENTIFIERS, f"- {identifier}", 0, position)
+        for position, identifier in enumerate(identifiers)
+    ]
+    same = listed + [summary_fit_reference.Line(*line) for line in lines]
     expected = summary_fit_reference.fit(same, max_tokens, None, dropped)
-    assert fit(lines, max_tokens, None, dropped) == expected
+    assert fit(lines, max_tokens, None, dropped, required=identifiers) == expected
 
 
 @CI
