@@ -70,6 +70,8 @@ _WEAK_OPERATIONS: Final = ("mentioned", "touched")
 # latest update and tool counts; errors, decisions and open items; files and older
 # requests; paths only mentioned; each tool call; tool calls an earlier summary listed.
 _GOAL, _CURRENT, _KEEP, _DETAIL, _MENTION, _CALL, _EARLIER_CALL = 0, 1, 2, 3, 4, 5, 6
+#: `Line(*fields)` without the call of its `__new__` (a line for most messages).
+_line: Final = tuple.__new__
 
 
 @dataclass
@@ -100,7 +102,7 @@ class _Collector:
     dropped: dict[str, int] = field(default_factory=dict)  # lines earlier summaries left out
 
     def add(self, section: str, text: str, priority: int, order: float) -> None:
-        self.lines.append(Line(section, text, priority, order))
+        self.lines.append(_line(Line, (section, text, priority, order, None)))
 
     def clip(self, text: str, share: float = 1.0) -> str:
         """`text` on one line, cut at a word boundary to `share` of line_chars."""
@@ -116,7 +118,11 @@ class _Collector:
         if is_summary_message(message):
             self.earlier_summary(order, parse_summary(message_text(message)))
             return
-        read = self.reader(message)
+        role = message.get("role")  # what reads its texts: `reader`, inline
+        if role == "assistant":
+            read: Callable[[int, str], None] | None = self.assistant_text
+        else:
+            read = self.reader(role, message)
         content = message.get("content")
         if isinstance(content, str):  # one text block
             if read is not None:
@@ -134,9 +140,8 @@ class _Collector:
             elif kind == "tool_result":
                 self.tool_result(order, block)
 
-    def reader(self, message: Mapping[str, Any]) -> Callable[[int, str], None] | None:
+    def reader(self, role: Any, message: Mapping[str, Any]) -> Callable[[int, str], None] | None:
         """What reads the message's texts, by its role; None when they say nothing."""
-        role = message.get("role")
         if role == "user":
             return None if is_meta(message) else self.user_text
         if role == "assistant":
@@ -275,7 +280,10 @@ class _Collector:
     def finish(self) -> None:
         """Lines that summarise the whole span: files, tool counts, current state."""
         for path, operations in self.files.items():
-            shown = [op for op in operations if op not in _WEAK_OPERATIONS] or operations[:1]
+            if len(operations) == 1:  # shown whatever it is: the commonest case
+                shown = operations
+            else:
+                shown = [op for op in operations if op not in _WEAK_OPERATIONS] or operations[:1]
             priority = _MENTION if shown == ["mentioned"] else _DETAIL
             text = f"- {path}: {', '.join(shown)}"
             self.lines.append(Line(FILES, text, priority, self.file_order[path], path))
