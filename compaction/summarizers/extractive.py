@@ -37,6 +37,8 @@ __all__ = ["KEY_IDENTIFIERS", "ExtractiveSummarizer"]
 GOALS, FILES, TOOLS, STATE, ERRORS = SECTIONS
 _PATH_KEYS: Final = ("file_path", "path", "filename", "file", "notebook_path", "target_file")
 _PATH_LIST_KEYS: Final = ("paths", "files", "file_paths")
+#: The keys of a call's argument, best first (`_argument`).
+_ARGUMENT_KEYS: Final = (*_PATH_KEYS, "command", "cmd", "query", "pattern", "url")
 _OPERATIONS: Final = (  # (words of a tool name or command, operation), first match wins
     (frozenset({"delete", "remove", "unlink", "rm", "rmdir"}), "deleted"),
     (frozenset({"write", "create", "new", "save", "touch", "tee", "mkdir"}), "written"),
@@ -106,8 +108,10 @@ class _Collector:
 
     def clip(self, text: str, share: float = 1.0) -> str:
         """`text` on one line, cut at a word boundary to `share` of line_chars."""
-        text = " ".join(text.split())
         limit = max(20, int(self.line_chars * share))
+        if len(text) <= limit and _single_spaced(text):  # the commonest case: as it is
+            return text
+        text = " ".join(text.split())
         if len(text) <= limit:
             return text
         return text[:limit].rsplit(" ", 1)[0] + " …"
@@ -184,7 +188,7 @@ class _Collector:
             self.dropped[section] = self.dropped.get(section, 0) + dropped
 
     def user_text(self, order: int, text: str) -> None:
-        first = first_nonblank_line(text)
+        first = _first_line(text)
         if first:
             priority = _DETAIL if self.seen_request else _GOAL
             self.seen_request = True
@@ -249,7 +253,7 @@ class _Collector:
         argument = _argument(call.input) if call else ""
         content = block.get("content")
         text = content if isinstance(content, str) else tool_result_text(content)
-        first = first_nonblank_line(text)
+        first = _first_line(text)
         failed = bool(block.get("is_error")) or bool(_ERROR_LINE.match(first))
         label = f"{name}({self.clip(argument, 0.4)})" if argument else name
         if failed:
@@ -379,11 +383,33 @@ def _input_paths(tool_input: Mapping[str, Any]) -> list[str]:
 
 def _argument(tool_input: Mapping[str, Any]) -> str:
     """The one argument that best says what a call did: a path, a command or a query."""
-    for key in (*_PATH_KEYS, "command", "cmd", "query", "pattern", "url"):
+    for key in _ARGUMENT_KEYS:
         value = tool_input.get(key)
         if isinstance(value, str) and value.strip():
             return value
     return compact_json(tool_input) if tool_input else ""
+
+
+def _first_line(text: str) -> str:
+    """`first_nonblank_line(text)`, quicker when the text starts with a printable line."""
+    if text and not text[0].isspace():
+        end = text.find("\n")
+        line = text if end < 0 else text[:end]
+        if line.isprintable():  # no line break in it: they are all unprintable
+            return line
+    return first_nonblank_line(text)
+
+
+def _single_spaced(text: str) -> bool:
+    """True when `" ".join(text.split()) == text`: its only whitespace is single spaces
+    between words (in a printable text every whitespace character but the space is
+    unprintable)."""
+    return (
+        text.isprintable()
+        and "  " not in text
+        and not text.startswith(" ")
+        and not text.endswith(" ")
+    )
 
 
 def _error_line(text: str, first: str) -> str:

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compaction.marked_words import words_remembered
-from compaction.messages import Message, make_summary_message
-from compaction.summarizers import ExtractiveSummarizer, SummaryRequest
+from compaction.messages import Message, first_nonblank_line, make_summary_message
+from compaction.summarizers import ExtractiveSummarizer, SummaryRequest, extractive
 from compaction.summarizers.prompt import SECTIONS
 from compaction.summarizers.summary_fit import KEY_IDENTIFIERS, Line, dedupe, fit
 from tests.support import extractive_reference, summary_fit_reference
@@ -261,3 +261,27 @@ def test_fit_renders_the_reference_text(
 def test_dedupe_keeps_the_reference_lines(lines: list[Line]) -> None:
     same = [summary_fit_reference.Line(*line) for line in lines]
     assert list(map(tuple, dedupe(lines))) == list(map(tuple, summary_fit_reference.dedupe(same)))
+
+
+_spaced = st.one_of(
+    st.text(),
+    st.lists(
+        st.sampled_from(("a", "b.py", " ", "  ", "\n", "\r", "\t", "\x1c", "\x1f", "\x85"))
+    ).map("".join),
+    st.lists(st.sampled_from(("\xa0", "\u2028", "\u3000", "\x00", "é", "x", " "))).map("".join),
+)
+
+
+@given(_spaced)
+def test_the_quick_first_line_is_the_first_nonblank_line(text: str) -> None:
+    assert extractive._first_line(text) == first_nonblank_line(text)
+    assert extractive._first_line(f"x{text}") == first_nonblank_line(f"x{text}")
+
+
+@given(_spaced, st.integers(10, 120), st.sampled_from((1.0, 0.7, 0.4)))
+def test_clips_are_the_reference_ones(text: str, line_chars: int, share: float) -> None:
+    for clipped in (text, f"a {text}", text * 9):
+        if extractive._single_spaced(clipped):  # kept as it is
+            assert " ".join(clipped.split()) == clipped
+        expected = extractive_reference._Collector(line_chars).clip(clipped, share)
+        assert extractive._Collector(line_chars).clip(clipped, share) == expected
