@@ -37,6 +37,7 @@ __all__ = ["KEY_IDENTIFIERS", "ExtractiveSummarizer"]
 GOALS, FILES, TOOLS, STATE, ERRORS = SECTIONS
 _PATH_KEYS: Final = ("file_path", "path", "filename", "file", "notebook_path", "target_file")
 _PATH_LIST_KEYS: Final = ("paths", "files", "file_paths")
+_INPUT_PATH_KEYS: Final = frozenset(_PATH_KEYS + _PATH_LIST_KEYS)
 #: The keys of a call's argument, best first (`_argument`).
 _ARGUMENT_KEYS: Final = (*_PATH_KEYS, "command", "cmd", "query", "pattern", "url")
 _OPERATIONS: Final = (  # (words of a tool name or command, operation), first match wins
@@ -369,7 +370,9 @@ def _word_path(word: str) -> str | None:
 
 def _input_paths(tool_input: Mapping[str, Any]) -> list[str]:
     """The paths a tool input names under its path keys, in the order of the keys."""
-    paths = []
+    paths: list[str] = []
+    if _INPUT_PATH_KEYS.isdisjoint(tool_input):  # a command or a query: no path keys
+        return paths
     for key in _PATH_KEYS:
         value = tool_input.get(key)
         if isinstance(value, str) and value.strip():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from operator import itemgetter
@@ -61,6 +62,7 @@ class Line(NamedTuple):
 
 
 _SECTION_AND_TEXT: Final = itemgetter(0, 1)
+_SECTION: Final = itemgetter(0)
 
 
 def dropped_note(count: int) -> str:
@@ -295,14 +297,14 @@ class _Layout:
         self.lines = lines
         self.sections = sections
         self.dropped_before = dropped_before
-        self.sizes: dict[str, int] = dict.fromkeys(sections, 0)  # lines of each section
-        self.sizes[KEY_IDENTIFIERS] = ranks.count
-        #: Each section's file lines: (index, path).
+        counts = Counter(map(_SECTION, ranks.lines))
+        counts[KEY_IDENTIFIERS] += ranks.count
+        self.sizes = {section: counts[section] for section in sections}  # lines of each
+        #: Each section's file lines: (index, path), in no particular order.
         self.pathed: dict[str, list[tuple[int, str]]] = {section: [] for section in sections}
-        for index, line in enumerate(ranks.lines, start=ranks.count):
-            self.sizes[line.section] = self.sizes.get(line.section, 0) + 1
-            if line.path is not None:
-                self.pathed.setdefault(line.section, []).append((index, line.path))
+        for index, path in zip(ranks.files, ranks.paths, strict=True):
+            section = ranks.lines[index - ranks.count].section
+            self.pathed.setdefault(section, []).append((index, path))
 
     def render(self, chosen: set[int], older: Sequence[str]) -> str:
         listed = set(older)
