@@ -13,7 +13,7 @@ do not drift. Identifiers are copied verbatim. The result fits `max_tokens` (tik
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final
@@ -37,6 +37,9 @@ __all__ = ["KEY_IDENTIFIERS", "ExtractiveSummarizer"]
 GOALS, FILES, TOOLS, STATE, ERRORS = SECTIONS
 _PATH_KEYS: Final = ("file_path", "path", "filename", "file", "notebook_path", "target_file")
 _PATH_LIST_KEYS: Final = ("paths", "files", "file_paths")
+_INPUT_PATH_KEYS: Final = frozenset(_PATH_KEYS + _PATH_LIST_KEYS)
+#: The keys of a call's argument, best first (`_argument`).
+_ARGUMENT_KEYS: Final = (*_PATH_KEYS, "command", "cmd", "query", "pattern", "url")
 _OPERATIONS: Final = (  # (words of a tool name or command, operation), first match wins
     (frozenset({"delete", "remove", "unlink", "rm", "rmdir"}), "deleted"),
     (frozenset({"write", "create", "new", "save", "touch", "tee", "mkdir"}), "written"),
@@ -70,6 +73,8 @@ _WEAK_OPERATIONS: Final = ("mentioned", "touched")
 # latest update and tool counts; errors, decisions and open items; files and older
 # requests; paths only mentioned; each tool call; tool calls an earlier summary listed.
 _GOAL, _CURRENT, _KEEP, _DETAIL, _MENTION, _CALL, _EARLIER_CALL = 0, 1, 2, 3, 4, 5, 6
+#: `Line(*fields)` without the call of its `__new__` (a line for most messages).
+_line: Final = tuple.__new__
 
 
 @dataclass
@@ -100,12 +105,14 @@ class _Collector:
     dropped: dict[str, int] = field(default_factory=dict)  # lines earlier summaries left out
 
     def add(self, section: str, text: str, priority: int, order: float) -> None:
-        self.lines.append(Line(section, text, priority, order))
+        self.lines.append(_line(Line, (section, text, priority, order, None)))
 
     def clip(self, text: str, share: float = 1.0) -> str:
         """`text` on one line, cut at a word boundary to `share` of line_chars."""
-        text = " ".join(text.split())
         limit = max(20, int(self.line_chars * share))
+        if len(text) <= limit and _single_spaced(text):  # the commonest case: as it is
+            return text
+        text = " ".join(text.split())
         if len(text) <= limit:
             return text
         return text[:limit].rsplit(" ", 1)[0] + " …"
@@ -116,30 +123,37 @@ class _Collector:
         if is_summary_message(message):
             self.earlier_summary(order, parse_summary(message_text(message)))
             return
-        role = message.get("role")
+        role = message.get("role")  # what reads its texts: `reader`, inline
+        if role == "assistant":
+            read: Callable[[int, str], None] | None = self.assistant_text
+        else:
+            read = self.reader(role, message)
         content = message.get("content")
         if isinstance(content, str):  # one text block
-            self.text(order, role, message, content)
+            if read is not None:
+                read(order, content)
             return
         for block in content if isinstance(content, list) else ():  # `blocks_of`, no copy
             if not isinstance(block, dict):
                 continue
             kind = block.get("type")
             if kind == "text":
-                self.text(order, role, message, str(block.get("text", "")))
+                if read is not None:
+                    read(order, str(block.get("text", "")))
             elif kind == "tool_use":
                 self.tool_use(order, block)
             elif kind == "tool_result":
                 self.tool_result(order, block)
 
-    def text(self, order: int, role: Any, message: Mapping[str, Any], text: str) -> None:
+    def reader(self, role: Any, message: Mapping[str, Any]) -> Callable[[int, str], None] | None:
+        """What reads the message's texts, by its role; None when they say nothing."""
         if role == "user":
-            if not is_meta(message):
-                self.user_text(order, text)
-        elif role == "assistant":
-            self.assistant_text(order, text)
-        elif role == "system":  # mid-conversation notes: paths, TODOs
-            self.text_mentions(order, text)
+            return None if is_meta(message) else self.user_text
+        if role == "assistant":
+            return self.assistant_text
+        if role == "system":  # mid-conversation notes: paths, TODOs
+            return self.text_mentions
+        return None
 
     def earlier_summary(self, order: int, summary: EarlierSummary) -> None:
         """Merge an earlier summary's parts (`summary_merge`); its lines keep their order,
@@ -175,7 +189,7 @@ class _Collector:
             self.dropped[section] = self.dropped.get(section, 0) + dropped
 
     def user_text(self, order: int, text: str) -> None:
-        first = first_nonblank_line(text)
+        first = _first_line(text)
         if first:
             priority = _DETAIL if self.seen_request else _GOAL
             self.seen_request = True
@@ -193,13 +207,25 @@ class _Collector:
             for line in text.splitlines():
                 if _TODO_LINE.search(line):
                     self.add(STATE, f"- Open item: {self.clip(line, 0.7)}", _KEEP, order)
-        for path in _paths_in(text):
-            self.file(path, "mentioned", order)
+        if "." not in text:  # every path has one (`_paths_in`)
+            return
+        files, file_order = self.files, self.file_order
+        for word in marked_words(text):
+            if "." in word and (path := _word_path(word)):
+                # `file(path, "mentioned", order)`, inline: texts name many paths
+                operations = files.get(path)
+                if operations is None:
+                    files[path] = ["mentioned"]
+                elif "mentioned" not in operations:
+                    operations.append("mentioned")
+                file_order[path] = order
 
     def tool_use(self, order: int, block: Mapping[str, Any]) -> None:
         name = str(block.get("name", "tool"))
         raw_input = block.get("input")
-        tool_input: Mapping[str, Any] = raw_input if isinstance(raw_input, Mapping) else {}
+        tool_input: Mapping[str, Any] = (
+            raw_input if type(raw_input) is dict or isinstance(raw_input, Mapping) else {}
+        )
         self.calls[str(block.get("id"))] = _Call(name, tool_input, order)
         self.tool_counts.setdefault(name, [0, 0])[0] += 1
         operation = _operation(name, tool_input)
@@ -226,13 +252,14 @@ class _Collector:
         call = self.asked.get(str(block.get("tool_use_id")))
         name = call.name if call else "tool"
         argument = _argument(call.input) if call else ""
-        text = tool_result_text(block.get("content"))
-        first = first_nonblank_line(text)
+        content = block.get("content")
+        text = content if isinstance(content, str) else tool_result_text(content)
+        first = _first_line(text)
         failed = bool(block.get("is_error")) or bool(_ERROR_LINE.match(first))
         label = f"{name}({self.clip(argument, 0.4)})" if argument else name
         if failed:
             self.tool_counts.setdefault(name, [0, 0])[1] += 1
-            error = self.clip(_error_line(text) or "(no message)", 0.7)
+            error = self.clip(_error_line(text, first) or "(no message)", 0.7)
             self.add(TOOLS, f"- {label} → failed: {error}", _CALL, order)
             self.open_errors[name] = len(self.lines)
             self.add(ERRORS, f"- {label} failed: {error}", _KEEP, order)
@@ -258,7 +285,10 @@ class _Collector:
     def finish(self) -> None:
         """Lines that summarise the whole span: files, tool counts, current state."""
         for path, operations in self.files.items():
-            shown = [op for op in operations if op not in _WEAK_OPERATIONS] or operations[:1]
+            if len(operations) == 1:  # shown whatever it is: the commonest case
+                shown = operations
+            else:
+                shown = [op for op in operations if op not in _WEAK_OPERATIONS] or operations[:1]
             priority = _MENTION if shown == ["mentioned"] else _DETAIL
             text = f"- {path}: {', '.join(shown)}"
             self.lines.append(Line(FILES, text, priority, self.file_order[path], path))
@@ -338,31 +368,60 @@ def _word_path(word: str) -> str | None:
     return candidate if _PATH_TOKEN.fullmatch(candidate) else None
 
 
-def _input_paths(tool_input: Mapping[str, Any]) -> Iterable[str]:
+def _input_paths(tool_input: Mapping[str, Any]) -> list[str]:
+    """The paths a tool input names under its path keys, in the order of the keys."""
+    paths: list[str] = []
+    if _INPUT_PATH_KEYS.isdisjoint(tool_input):  # a command or a query: no path keys
+        return paths
     for key in _PATH_KEYS:
         value = tool_input.get(key)
         if isinstance(value, str) and value.strip():
-            yield value
+            paths.append(value)
     for key in _PATH_LIST_KEYS:
         values = tool_input.get(key)
         if isinstance(values, list):
-            yield from (value for value in values if isinstance(value, str) and value.strip())
+            paths.extend(value for value in values if isinstance(value, str) and value.strip())
+    return paths
 
 
 def _argument(tool_input: Mapping[str, Any]) -> str:
     """The one argument that best says what a call did: a path, a command or a query."""
-    for key in (*_PATH_KEYS, "command", "cmd", "query", "pattern", "url"):
+    for key in _ARGUMENT_KEYS:
         value = tool_input.get(key)
         if isinstance(value, str) and value.strip():
             return value
     return compact_json(tool_input) if tool_input else ""
 
 
-def _error_line(text: str) -> str:
-    """The line that names the error: the last `...Error:` line of a traceback, else the first."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    named = [line for line in lines if _ERROR_NAME.match(line)]
-    return named[-1] if named else (lines[0] if lines else "")
+def _first_line(text: str) -> str:
+    """`first_nonblank_line(text)`, quicker when the text starts with a printable line."""
+    if text and not text[0].isspace():
+        end = text.find("\n")
+        line = text if end < 0 else text[:end]
+        if line.isprintable():  # no line break in it: they are all unprintable
+            return line
+    return first_nonblank_line(text)
+
+
+def _single_spaced(text: str) -> bool:
+    """True when `" ".join(text.split()) == text`: its only whitespace is single spaces
+    between words (in a printable text every whitespace character but the space is
+    unprintable)."""
+    return (
+        text.isprintable()
+        and "  " not in text
+        and not text.startswith(" ")
+        and not text.endswith(" ")
+    )
+
+
+def _error_line(text: str, first: str) -> str:
+    """The line that names the error: the last `...Error:` line of a traceback, else the
+    first non-blank one, `first` (`first_nonblank_line(text)`)."""
+    for line in reversed(text.splitlines()):  # the last named line is near the end
+        if ("Error" in line or "Exception" in line) and _ERROR_NAME.match(line):
+            return line  # not blank: it holds a name
+    return first
 
 
 class ExtractiveSummarizer:
@@ -380,8 +439,10 @@ class ExtractiveSummarizer:
             collector.message(order, message)
         collector.finish()
         lines = dedupe(collector.lines)
-        required = [
-            Line(KEY_IDENTIFIERS, f"- {identifier}", 0, index)
-            for index, identifier in enumerate(request.required_identifiers)
-        ]
-        return fit(required + lines, request.max_tokens, request.encoding, collector.dropped)
+        return fit(
+            lines,
+            request.max_tokens,
+            request.encoding,
+            collector.dropped,
+            required=request.required_identifiers,
+        )
