@@ -33,10 +33,12 @@ def rewritten_message_tokens(
     added: list[Any] = []
     if dropped is None:  # blocks replaced or moved: compared by identity
         kept, had = {id(block) for block in after}, {id(block) for block in before}
+        if len(kept) != len(after) or len(had) != len(before):
+            # A block listed twice: the sets do not say how many times each one goes
+            # ([A, A, R] → [A, R, R] drops and adds nothing by identity).
+            return _blocks_tokens(after, encoding)
         dropped = [block for block in before if id(block) not in kept]
         added = [block for block in after if id(block) not in had]
-        if len(before) - len(dropped) != len(after) - len(added):  # a block listed twice
-            return _blocks_tokens(after, encoding)
     changed = _rough_size(dropped) + (_rough_size(added) if added else 0)
     if changed > _SMALL_CHANGE and changed >= _rough_size(after):
         return _blocks_tokens(after, encoding)

@@ -64,3 +64,12 @@ def test_any_change_of_blocks_is_counted_as_a_fresh_count_would(history, data):
     new = {"role": "assistant", "content": after}
     count = message_tokens(old)
     assert rewritten_message_tokens(old, count, new) == message_tokens(new)
+
+
+def test_a_block_listed_more_often_is_counted_afresh() -> None:
+    # The same objects on both sides, in other numbers: identity sets alone saw no change.
+    call = {"type": "tool_use", "id": "t1", "name": "Read", "input": {"path": "src/app.py"}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "config", "is_error": True}
+    old = {"role": "assistant", "content": [call, call, call, result]}
+    new = {"role": "assistant", "content": [call, call, result, result]}
+    assert rewritten_message_tokens(old, message_tokens(old), new) == message_tokens(new)
