@@ -3,8 +3,7 @@
 The extractive summarizer and the retention check both look for paths word by word in the
 same texts of a run's middle; within `words_remembered` (the summary step of a run) each
 text is split once and its marked words kept until the step ends, for this thread or task
-only (a context variable: runs in parallel keep their own). The words are a tuple, so the
-callers can share them as they are.
+only (a context variable: runs in parallel keep their own).
 """
 
 from __future__ import annotations
@@ -15,10 +14,10 @@ from contextvars import ContextVar
 
 __all__ = ["marked_words", "words_remembered"]
 
-#: The marked words of each text (an immutable tuple: every caller gets the same one).
-_REMEMBERED: ContextVar[dict[str, tuple[str, ...]] | None] = ContextVar(
-    "compaction_marked_words", default=None
-)
+#: The marked words of each text, joined by spaces: one object a text, where a tuple of
+#: word objects took a tenth of the history's JSON size more at the peak of a summary-only
+#: compaction (bench/compact.py), for no measurable speed.
+_REMEMBERED: ContextVar[dict[str, str] | None] = ContextVar("compaction_marked_words", default=None)
 
 
 @contextmanager
@@ -31,15 +30,16 @@ def words_remembered() -> Iterator[None]:
         _REMEMBERED.reset(token)
 
 
-def marked_words(text: str) -> tuple[str, ...]:
-    """`tuple(word for word in text.split() if "/" in word or "." in word)`."""
+def marked_words(text: str) -> list[str]:
+    """`[word for word in text.split() if "/" in word or "." in word]`."""
     if "/" not in text and "." not in text:
-        return ()
+        return []
     remembered = _REMEMBERED.get()
-    if remembered is None:
-        return tuple([word for word in text.split() if "/" in word or "." in word])
-    known = remembered.get(text)
-    if known is None:
-        known = tuple([word for word in text.split() if "/" in word or "." in word])
-        remembered[text] = known
-    return known
+    if remembered is not None:
+        known = remembered.get(text)
+        if known is not None:  # one string, the words joined by spaces: a word has none
+            return known.split(" ") if known else []
+    found = [word for word in text.split() if "/" in word or "." in word]
+    if remembered is not None:
+        remembered[text] = " ".join(found)
+    return found

@@ -16,7 +16,7 @@ _TEXTS = st.lists(
 
 @given(_TEXTS)
 def test_marked_words_are_the_split_words_with_a_slash_or_a_dot(text: str) -> None:
-    expected = tuple(word for word in text.split() if "/" in word or "." in word)
+    expected = [word for word in text.split() if "/" in word or "." in word]
     assert marked_words(text) == expected
     with words_remembered():
         assert marked_words(text) == expected
@@ -27,11 +27,10 @@ def test_texts_are_remembered_within_the_block_only() -> None:
     text = "see src/app.py and docs/x.md"
     assert module._REMEMBERED.get() is None
     with words_remembered():
-        assert marked_words(text) == ("src/app.py", "docs/x.md")
+        assert marked_words(text) == ["src/app.py", "docs/x.md"]
         remembered = module._REMEMBERED.get()
-        assert remembered == {text: ("src/app.py", "docs/x.md")}
-        remembered[text] = ("changed",)  # what is remembered is what a second call gives
-        assert marked_words(text) == ("changed",)
-        assert marked_words(text) is remembered[text]  # shared, not copied
+        assert remembered == {text: "src/app.py docs/x.md"}
+        remembered[text] = "changed"  # what is remembered is what a second call gives
+        assert marked_words(text) == ["changed"]
     assert module._REMEMBERED.get() is None
-    assert marked_words(text) == ("src/app.py", "docs/x.md")  # nothing kept after the block
+    assert marked_words(text) == ["src/app.py", "docs/x.md"]  # nothing kept after the block
