@@ -198,7 +198,9 @@
     var history = document.getElementById("history");
     if (!history) { return; }
     var bar = pathBar(history);
-    var top = Math.max(history.getBoundingClientRect().top, 0) + bar.offsetHeight + 4;
+    // The line read is the first below the sticky top bar and this path (its CSS `top`).
+    var stuck = parseFloat(window.getComputedStyle(bar).top) || 0;
+    var top = Math.max(history.getBoundingClientRect().top, stuck) + bar.offsetHeight + 4;
     var inner = openMarkerAt(top);
     var chain = [];
     for (var box = inner; box; box = box.parentElement ? box.parentElement.closest(".marker") : null) {

@@ -63,6 +63,15 @@ def test_summary_markdown_and_its_raw_text(
     assert watch.errors == []
 
 
+#: Whether the element `selector` is what a click at its centre reaches.
+_UNCOVERED = """selector => {
+  const element = document.querySelector(selector);
+  const box = element.getBoundingClientRect();
+  const hit = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+  return element === hit || element.contains(hit);
+}"""
+
+
 def test_a_timeline_drop_opens_the_markers_down_to_a_nested_compaction(
     page: Any, live_server: Any, browser_session: Any, watch: Watch
 ) -> None:
@@ -78,9 +87,13 @@ def test_a_timeline_drop_opens_the_markers_down_to_a_nested_compaction(
     assert target.is_visible()
     assert page.url.endswith(f"#compaction-{inner}")
     wait_for_htmx_idle(page)
+    # The marker gone to stops below the sticky top bar: its buttons can be clicked as they
+    # are (they were under the bar, where a click hit the bar).
+    originals = f"#c{outer}-originals button[aria-controls='c{inner}-originals']"
+    assert page.evaluate(_UNCOVERED, originals) is True
 
     # Reading inside the nested marker: the sticky path names the markers around it.
-    page.locator(f"#c{outer}-originals button[aria-controls='c{inner}-originals']").click()
+    page.locator(originals).click()
     first = browser_session.inner.first_seq
     page.locator(f"#c{inner}-originals article[data-seq='{first}']").scroll_into_view_if_needed()
     page.locator(f"#c{inner}-originals article[data-seq='{first}']").evaluate(
@@ -92,6 +105,7 @@ def test_a_timeline_drop_opens_the_markers_down_to_a_nested_compaction(
         " !document.querySelector('#history > .deep-path').hidden"
     )
     assert bar.inner_text().split() == [f"#{outer}", "\u203a", f"#{inner}"]
+    assert page.evaluate(_UNCOVERED, "#history > .deep-path a") is True  # not under the top bar
 
     # The collapse button at the bottom of the open marker folds it again.
     page.locator(f"[data-collapse-marker='{inner}']").click()
