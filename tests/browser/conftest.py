@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,14 +89,79 @@ def watch() -> Watch:
     return Watch()
 
 
+class _Answering:
+    """The live server's application, counting the requests it is still answering: until
+    their response is closed (Django's `request_finished` handlers included)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, environ: Any, start_response: Any) -> Any:
+        with self.lock:
+            self.count += 1
+        try:
+            return _Closing(self.app(environ, start_response), self.done)
+        except BaseException:
+            self.done()
+            raise
+
+    def done(self) -> None:
+        with self.lock:
+            self.count -= 1
+
+    def wait_idle(self, timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.count > 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+
+class _Closing:
+    """A response whose `close` also tells `_Answering` that it is done."""
+
+    def __init__(self, result: Any, done: Callable[[], None]) -> None:
+        self.result, self.done = result, done
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.result)
+
+    def close(self) -> None:
+        try:
+            if hasattr(self.result, "close"):
+                self.result.close()
+        finally:
+            self.done()
+
+
+@pytest.fixture
+def answering(live_server: Any, transactional_db: Any) -> Iterator[_Answering]:
+    """The live server's requests in hand; once the test's page is closed (the `page`
+    fixture ends first), waits for those still being answered before the database is
+    flushed: a poll answered during the flush had it fail ("database table is locked"), and
+    the next test start on a database not emptied."""
+    httpd = live_server.thread.httpd
+    app = httpd.get_app()
+    if not isinstance(app, _Answering):
+        app = _Answering(app)
+        httpd.set_app(app)
+    yield app
+    app.wait_idle()
+
+
 @pytest.fixture
 def page(
-    browser: Any, watch: Watch, request: pytest.FixtureRequest, transactional_db: Any
+    browser: Any,
+    watch: Watch,
+    request: pytest.FixtureRequest,
+    transactional_db: Any,
+    answering: _Answering,
 ) -> Iterator[Any]:
     """A fresh browser context and page; a screenshot is kept whatever the outcome.
 
-    It needs `transactional_db` so that the page is closed before the database is flushed,
-    and it waits for the requests the page has sent (`_InFlight`) before closing it."""
+    It needs `transactional_db` and `answering` so that the page is closed before the
+    database is flushed and the server's last answers are awaited; before closing, it
+    refuses new requests and waits for those the page has sent (`_InFlight`)."""
     context = browser.new_context(viewport={"width": 1440, "height": 1000})
     context.set_default_timeout(10_000)
     tab = context.new_page()
