@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from .messages import blocks_of, message_text
 
-__all__ = ["input_strings", "measure_recall", "recall_around", "recall_of"]
+__all__ = ["input_strings", "measure_recall", "recall_around"]
 
 #: The longest word of a compacted text whose suffixes recall lists (longer ones are searched).
 _SHORT_WORD: Final = 64
@@ -28,23 +28,11 @@ def measure_recall(
 
     An empty list of identifiers has a recall of 1.0.
     """
-    return recall_of(identifiers)(messages)
-
-
-def recall_of(
-    identifiers: Sequence[str],
-) -> Callable[[Sequence[Mapping[str, Any]]], tuple[float, list[str]]]:
-    """`measure_recall` of `identifiers` for any `messages`: the identifiers are split into
-    words once for every history measured."""
     prepared = _Prepared(identifiers)
-
-    def measure(messages: Sequence[Mapping[str, Any]]) -> tuple[float, list[str]]:
-        if not prepared.identifiers:
-            return 1.0, []
-        haystack = "\n".join(_searchable_texts(messages))
-        return prepared.recall(_Words(haystack).present(prepared))
-
-    return measure
+    if not prepared.identifiers:
+        return 1.0, []
+    haystack = "\n".join(_searchable_texts(messages))
+    return prepared.recall(_Words(haystack).present(prepared))
 
 
 def recall_around(

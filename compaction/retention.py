@@ -38,9 +38,9 @@ from .messages import (
     starts_round,
     tool_result_text,
 )
-from .recall import input_strings, measure_recall, recall_around, recall_of
+from .recall import input_strings, measure_recall, recall_around
 
-__all__ = ["extract_identifiers", "measure_recall", "recall_around", "recall_of"]
+__all__ = ["extract_identifiers", "measure_recall", "recall_around"]
 
 _MAX_LINE: Final = 200
 _ERRORS_PER_BLOCK: Final = 3

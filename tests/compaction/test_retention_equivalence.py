@@ -221,12 +221,11 @@ def test_the_same_recall_when_every_triple_of_words_shares_a_hash(
         )
 
 
-def test_recall_of_measures_several_histories_with_the_same_identifiers() -> None:
+def test_recall_of_the_same_identifiers_in_several_histories() -> None:
     history = synthetic_session(200, 40_000)
     identifiers = extract_identifiers(history)
-    measure = retention.recall_of(identifiers)
     for kept in (history[:3] + history[-40:], history[:3] + history[-80:], history):
-        assert measure(kept) == oracle.measure_recall(identifiers, kept)
+        assert measure_recall(identifiers, kept) == oracle.measure_recall(identifiers, kept)
 
 
 def _summaries(fixed: str) -> st.SearchStrategy[dict[str, Any]]:
