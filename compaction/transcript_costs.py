@@ -73,9 +73,7 @@ def _header_tokens(message: Message, name: str, headers: dict[str, int]) -> int:
     return found
 
 
-def _plain_cost(
-    message: Message, count: int, name: str, headers: dict[str, int] | None = None
-) -> int | None:
+def _plain_cost(message: Message, count: int, name: str, headers: dict[str, int]) -> int | None:
     """`_costed` for the commonest messages, one text or one tool result of text after the
     header (the same figure, without building the layout); None for any other."""
     content = message.get("content")
@@ -95,11 +93,11 @@ def _plain_cost(
     if first.isspace() or first == "/" or content.startswith(SUMMARY_PREFIX):
         return None
     # A chunk starts at the text (`_opens`): its tokens are its own.
-    return _header_tokens(message, name, {} if headers is None else headers) + count
+    return _header_tokens(message, name, headers) + count
 
 
 def _result_cost(
-    message: Message, block: dict[str, Any], count: int, name: str, headers: dict[str, int] | None
+    message: Message, block: dict[str, Any], count: int, name: str, headers: dict[str, int]
 ) -> int | None:
     """`_plain_cost` of one tool result of text."""
     content = block.get("content")
@@ -112,7 +110,7 @@ def _result_cost(
     label = f"(tool {status} for id={block.get('tool_use_id')}) "
     head = content[:cut]
     # The header ends with a newline and the label starts with "(": a chunk starts there.
-    header = _header_tokens(message, name, {} if headers is None else headers)
+    header = _header_tokens(message, name, headers)
     # The text's head joins the label; from its first cut on, its tokens are its own.
     return count + header + _tokens(label + head, name) - _tokens(head, name)
 
@@ -122,7 +120,7 @@ def _call_cost(
     content: list[Any],
     count: int,
     name: str,
-    headers: dict[str, int] | None = None,
+    headers: dict[str, int],
 ) -> int | None:
     """`_costed` for an assistant's text then one tool call (the same figure, without
     building the layout); None for any other pair of blocks."""
@@ -145,7 +143,7 @@ def _call_cost(
     # From a cut in the input on, its tokens are its own: the input ends the transcript.
     tail = text[back:]
     line = f"{tail}\n(tool call {tool} id={call.get('id')}) {head}"
-    header = _header_tokens(message, name, {} if headers is None else headers)
+    header = _header_tokens(message, name, headers)
     own = _tokens(tail, name) + _tokens(tool, name) + _tokens(head, name)
     return header + count - own + _tokens(line, name)
 
