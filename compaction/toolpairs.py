@@ -66,11 +66,7 @@ def rebuild_message(message: Message, replace: Callable[[Block], Block | None]) 
             changed = True
         if new is not None:
             kept.append(new)
-    if not changed:
-        return message
-    if not any(_is_substantive(block) for block in kept):
-        return None
-    return {**message, "content": kept}
+    return _with_content(message, kept) if changed else message
 
 
 def without_blocks(
@@ -90,12 +86,14 @@ def without_blocks(
             for b in content
             if not isinstance(b, dict) or b.get("type") != kind or b.get("tool_use_id") not in ids
         ]
-    if len(kept) == len(content):
-        return message
-    for block in kept:
-        if _is_substantive(block):
-            return {**message, "content": kept}
-    return None
+    return message if len(kept) == len(content) else _with_content(message, kept)
+
+
+def _with_content(message: Message, kept: list[Any]) -> Message | None:
+    """`message` with the blocks `kept`, or None when none of them is substantive."""
+    if not any(_is_substantive(block) for block in kept):
+        return None
+    return {**message, "content": kept}
 
 
 def _is_substantive(block: Any) -> bool:
