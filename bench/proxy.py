@@ -2,13 +2,15 @@
 
 - Added latency per request, no compaction (the profile's window is far above the history),
   on a conversation of 10K and of 200K tokens: each request is the previous one plus the
-  answer and a new user message, as an agent sends it. The proxy (ctxweb under uvicorn, ASGI)
-  and the fake upstream run in this process; each proxied request is interleaved with the
-  same body sent straight to the fake, and the added latency is the difference of the
-  medians. Every request carries a coding agent's unchanged system prompt and tool
-  definitions (~73 KB), as Claude Code sends them. Goal: p50 under 15 ms at 200K (stored
-  messages are never re-encoded: their counts are cached; only the new messages are
-  counted; an unchanged system prompt and tools are neither written nor counted again).
+  answer and a new user message, as an agent sends it. ctxweb runs as deployed: gunicorn
+  with its production settings (ctxweb/gunicorn.conf.py, the ASGI worker) in processes of
+  its own; the fake upstream and the clients run in this script's process. Each proxied
+  request is interleaved with the same body sent straight to the fake, and the added
+  latency is the difference of the medians. Every request carries a coding agent's
+  unchanged system prompt and tool definitions (~73 KB), as Claude Code sends them. Goal:
+  p50 under 15 ms at 200K (stored messages are never re-encoded: their counts are cached;
+  only the new messages are counted; an unchanged system prompt and tools are neither
+  written nor counted again).
 - Time to first byte of a streamed answer through the proxy and straight from the fake
   (which pauses between events), median of several requests.
 - 20 concurrent streaming clients, each its own conversation: wall time, requests per
@@ -17,13 +19,15 @@
   record the answer), in this process before any server starts: CPU time (blind to the
   machine's other load, which the wall times above are not) and database queries.
 
-A child process with a throwaway SQLite database (WAL), persistent connections and production
-settings (DEBUG off).
+A child process with a throwaway SQLite database (WAL) and production settings (DEBUG off)
+sets up the database, measures the proxy's own work, then starts gunicorn on it.
 Run: .venv/bin/python -m bench.proxy [--smoke]
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import os
 import secrets
@@ -33,7 +37,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +45,8 @@ from bench.common import goal, log, options, table
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_MS = 15.0
+#: gunicorn workers serving ctxweb (one per core of the machine bench/results.md names).
+SERVER_WORKERS = 2
 
 
 def _percentile(values: Sequence[float], share: float) -> float:
@@ -179,12 +185,12 @@ def _concurrent(proxy: str, key: str, clients: int, requests: int) -> dict[str, 
                 except httpx.HTTPError as error:
                     ok, response = False, None
                     with lock:
-                        errors.append(type(error).__name__)
+                        errors.append(f"{type(error).__name__}: {error}")
                 elapsed = (time.perf_counter() - started) * 1000
                 with lock:
                     times.append(elapsed)
                     if not ok and response is not None:
-                        errors.append(str(response.status_code))
+                        errors.append(f"HTTP {response.status_code}")
                 conversation.advance([{"type": "text", "text": "fake summary"}])
 
     threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
@@ -201,6 +207,7 @@ def _concurrent(proxy: str, key: str, clients: int, requests: int) -> dict[str, 
         "p50": statistics.median(times),
         "p95": _percentile(times, 0.95),
         "errors": len(errors),
+        "error kinds": sorted(set(errors)),
     }
 
 
@@ -253,15 +260,10 @@ def child(smoke: bool) -> dict[str, Any]:
     import django
 
     django.setup()
-    import httpx
-    from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    from bench.histories import synthetic_session
     from sessions_app.models import ApiKey, CompactionProfile, Session
-    from tests.support.asgi_server import AsgiServer
-    from tests.support.fake_streaming import StreamingAnthropic
 
     call_command("migrate", verbosity=0)
     CompactionProfile.objects.update(is_default=False)
@@ -273,35 +275,69 @@ def child(smoke: bool) -> dict[str, Any]:
         sizes = {"2K": (11, 2_000), "10K": (41, 10_000)}
     runs = 3 if smoke else 30
     figures: dict[str, Any] = {"sizes": {}}
-    largest = list(sizes.values())[-1]
     log("proxy: its own work per request (no HTTP)")
-    work_history = synthetic_session(*largest)
-    if work_history[-1]["role"] != "user":
-        work_history.append({"role": "user", "content": "Go on."})
-    figures["work"] = _server_work(owner, work_history, runs)
-    with StreamingAnthropic() as fake, AsgiServer() as server:
-        settings.CTXWEB_UPSTREAM_ANTHROPIC_URL = fake.base_url
-        proxy = f"{server.url}/proxy/anthropic/v1/messages"
-        direct = f"{fake.base_url}/v1/messages"
-        with httpx.Client(timeout=120, headers={"x-api-key": key}) as http:
-            for label, (count, tokens) in sizes.items():
-                log(f"proxy: added latency at {label} tokens")
-                history = synthetic_session(count, tokens)
-                if history[-1]["role"] != "user":
-                    history.append({"role": "user", "content": "Go on."})
-                figures["sizes"][label] = _added_latency(http, proxy, direct, history, runs)
-                fake.reset()
-            log("proxy: time to first byte")
-            fake.event_delay = 0.02
-            small = synthetic_session(41, 10_000)
-            if small[-1]["role"] != "user":
-                small.append({"role": "user", "content": "Go on."})
-            figures["ttfb"] = _ttfb(http, proxy, direct, small, runs)
-            fake.reset()
-        log("proxy: 20 concurrent streaming clients")
-        fake.event_delay = 0.005
-        figures["concurrent"] = _concurrent(proxy, key, 20, 2 if smoke else 10)
+    figures["work"] = _server_work(owner, _history(*list(sizes.values())[-1]), runs)
+    histories = {label: _history(*size) for label, size in sizes.items()}
+    # The histories stay in memory to the end: the collector need not scan them again and
+    # again while requests are timed (its pauses are this script's, not the proxy's).
+    gc.collect()
+    gc.freeze()
+    with _served() as (fake, url):
+        figures.update(_measured(fake, url, key, histories, runs, smoke))
     figures["sessions"] = Session.objects.count()
+    return figures
+
+
+def _history(count: int, tokens: int) -> list[Any]:
+    from bench.histories import synthetic_session
+
+    history = synthetic_session(count, tokens)
+    if history[-1]["role"] != "user":
+        history.append({"role": "user", "content": "Go on."})
+    return history
+
+
+@contextlib.contextmanager
+def _served() -> Iterator[tuple[Any, str]]:
+    """The fake upstream (in this process) and ctxweb under gunicorn with its production
+    settings (ctxweb/gunicorn.conf.py: the ASGI worker), on this process's database."""
+    from django.conf import settings
+
+    from bench.load import _env, _processes, _wait_until_up, free_port
+    from tests.support.fake_streaming import StreamingAnthropic
+
+    data_dir = Path(os.environ["CTXWEB_DATA_DIR"])
+    database = f"sqlite:///{settings.DATABASES['default']['NAME']}"
+    port = free_port()
+    with StreamingAnthropic() as fake:
+        env = _env(
+            data_dir, database, port, SERVER_WORKERS, CTXWEB_UPSTREAM_ANTHROPIC_URL=fake.base_url
+        )
+        with _processes(env, data_dir, worker=False):
+            _wait_until_up(port)
+            yield fake, f"http://127.0.0.1:{port}"
+
+
+def _measured(
+    fake: Any, url: str, key: str, histories: dict[str, list[Any]], runs: int, smoke: bool
+) -> dict[str, Any]:
+    """Added latency at each size, time to first byte, concurrent streaming clients."""
+    import httpx
+
+    proxy, direct = f"{url}/proxy/anthropic/v1/messages", f"{fake.base_url}/v1/messages"
+    figures: dict[str, Any] = {"sizes": {}}
+    with httpx.Client(timeout=120, headers={"x-api-key": key}) as http:
+        for label, history in histories.items():
+            log(f"proxy: added latency at {label} tokens")
+            figures["sizes"][label] = _added_latency(http, proxy, direct, history, runs)
+            fake.reset()
+        log("proxy: time to first byte")
+        fake.event_delay = 0.02
+        figures["ttfb"] = _ttfb(http, proxy, direct, _history(41, 10_000), runs)
+        fake.reset()
+    log("proxy: 20 concurrent streaming clients")
+    fake.event_delay = 0.005
+    figures["concurrent"] = _concurrent(proxy, key, 20, 2 if smoke else 10)
     return figures
 
 
@@ -337,7 +373,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="ctxweb-bench-proxy-") as data_dir:
         figures = _run_child(data_dir, args.smoke)
     print("## The transparent proxy: `bench/proxy.py`\n")
-    print("ctxweb under uvicorn (ASGI) and the fake upstream in one process, SQLite (WAL).\n")
+    print(
+        f"ctxweb under gunicorn (ctxweb/gunicorn.conf.py: the ASGI worker, {SERVER_WORKERS} "
+        "workers) in its own processes, SQLite (WAL); the fake upstream and the clients in "
+        "the benchmark's process.\n"
+    )
     rows = [
         [
             label,
@@ -362,6 +402,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"({many['per s']:.1f}/s), p50 {many['p50']:.0f} ms, p95 {many['p95']:.0f} ms, "
         f"{many['errors']} errors; {figures['sessions']} sessions stored.\n"
     )
+    if many["error kinds"]:
+        print(f"Errors: {'; '.join(many['error kinds'])}.\n")
     largest = list(figures["sizes"])[-1]
     work = figures["work"]
     print(

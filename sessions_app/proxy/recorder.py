@@ -8,11 +8,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import httpx
-from asgiref.sync import sync_to_async
 
 from ..services.proxying import ProxyPlan, record_answer
 from .base import Adapter, Answer
-from .connections import released
+from .connections import step
 from .digests import digest
 from .streaming import SseParser
 
@@ -28,6 +27,8 @@ class Recording:
     adapter: Adapter
     plan: ProxyPlan
     compact: bool
+    #: Served by the ASGI server: the step runs on the proxy's threads (proxy/connections.py).
+    asgi: bool = False
 
     def answer_of(self, body: bytes, content_type: str) -> Answer | None:
         """The answer in a whole (non-streamed or buffered) response body."""
@@ -48,7 +49,7 @@ class Recording:
         if answer is None:
             return
         try:
-            stored = await sync_to_async(released(record_answer))(
+            stored = await step(record_answer, asgi=self.asgi)(
                 self.plan.session_id,
                 self.plan.stored,
                 answer.canonical,

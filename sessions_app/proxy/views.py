@@ -11,7 +11,6 @@ import logging
 from typing import Final
 
 import httpx
-from asgiref.sync import sync_to_async
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.asgi import ASGIRequest
 from django.db import DatabaseError
@@ -23,7 +22,7 @@ from ..services.proxying import plan_request
 from .anthropic import AnthropicAdapter
 from .auth import Caller, authenticate
 from .base import Adapter
-from .connections import released
+from .connections import step
 from .digests import decode_body
 from .errors import error_response
 from .mapping import proxy_request
@@ -73,9 +72,8 @@ async def _proxy(
         return refused
     mode = (request.headers.get("X-Ctxweb-Mode") or "").strip().lower()
     try:  # one hop to a thread for the key check and the storing
-        caller, body, recording = await sync_to_async(released(_prepared))(
-            request, adapter, mode, record
-        )
+        prepared = step(_prepared, asgi=isinstance(request, ASGIRequest))
+        caller, body, recording = await prepared(request, adapter, mode, record)
     except DatabaseError:
         logger.exception("proxy: ctxweb's database is unavailable; the key cannot be checked")
         message = "ctxweb cannot check its API key now (database unavailable); retry later"
@@ -132,7 +130,8 @@ def _planned(
         return raw, None
     if plan is None:  # a side request of an agent's session: forwarded, not stored
         return raw, None
-    recording = Recording(adapter=adapter, plan=plan, compact=plan.compact)
+    asgi = isinstance(request, ASGIRequest)
+    recording = Recording(adapter=adapter, plan=plan, compact=plan.compact, asgi=asgi)
     if plan.head is None:
         return raw, recording
     messages = [*plan.head, *conversation.messages[plan.tail_start :]]
