@@ -19,7 +19,8 @@ tool inputs included.
 Both run on every compaction over the whole middle, so the history is walked once, each
 regex runs only where its required literal is (a `/` for paths, `://` for URLs, an error
 word for error lines), a word already matched anywhere in the history is not matched again,
-and recall first rules out identifiers whose whitespace-delimited words the text lacks before
+nor a long tool result met before (a file read again) searched for error lines again, and
+recall first rules out identifiers whose whitespace-delimited words the text lacks before
 searching for the rest.
 """
 
@@ -74,6 +75,10 @@ _OPEN_STATUSES: Final = frozenset({"pending", "in_progress"})
 _TEXT_ROLES: Final = frozenset({"user", "assistant"})
 #: How many distinct words a walk remembers as matched (bounds its memory).
 _REMEMBERED_WORDS: Final = 1 << 16
+#: Tool results this long are searched for error lines once per walk (`_Scan`); a walk
+#: remembers this many of them at most (it holds the texts, not copies).
+_REPEAT_MIN: Final = 1024
+_REMEMBERED_RESULTS: Final = 1 << 12
 #: Line breaks of str.splitlines besides "\n".
 _OTHER_BREAK: Final = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
@@ -91,11 +96,14 @@ class _Scan:
 
     A text's paths, URLs and file names are found word by word, and what a word gives depends
     on the word alone: a word met before (in any text) gives nothing new, so only the words
-    not in `words` yet are matched."""
+    not in `words` yet are matched. Likewise a tool result's error lines depend on its text
+    alone: a long result met before (a file read again, the same log) gives nothing new, so
+    only the results not in `results` yet are searched."""
 
     def __init__(self) -> None:
         self.found: dict[str, None] = {}
         self.words: set[str] = set()
+        self.results: set[str] = set()  # the long tool result texts searched so far
         # Tool names by id of the previous message's calls (a result answers those only: ids
         # may repeat across turns).
         self.asked: dict[str, str] = {}
@@ -137,14 +145,24 @@ class _Scan:
                 for entry in _open_todo_entries(arguments):
                     self.add(entry)
         elif kind == "tool_result":
-            if block.get("is_error"):
-                name = self.asked.get(str(block.get("tool_use_id")))
-                if name:
-                    self.add(name)
-            content = block.get("content")
-            text = content if isinstance(content, str) else tool_result_text(content)
-            for line in _error_lines(text):
-                self.add(line)
+            self.result(block)
+
+    def result(self, block: dict[str, Any]) -> None:
+        """The failed call's tool name and the error lines of a tool result block."""
+        if block.get("is_error"):
+            name = self.asked.get(str(block.get("tool_use_id")))
+            if name:
+                self.add(name)
+        content = block.get("content")
+        text = content if isinstance(content, str) else tool_result_text(content)
+        if len(text) >= _REPEAT_MIN:
+            if text in self.results:  # its error lines are found already
+                return
+            if len(self.results) > _REMEMBERED_RESULTS:  # a cache: forgetting costs time only
+                self.results.clear()
+            self.results.add(text)
+        for line in _error_lines(text):
+            self.add(line)
 
     def text(self, text: str, errors: bool) -> None:
         """References and open TODOs of `text`, and its error lines when `errors`."""

@@ -182,6 +182,45 @@ def test_the_same_identifiers_when_the_words_met_are_forgotten(
         assert extract_identifiers(history) == oracle.extract_identifiers(history)
 
 
+@settings(max_examples=300, deadline=None)
+@given(_HISTORIES)
+def test_the_same_identifiers_when_every_result_is_remembered_or_forgotten(
+    history: list[dict[str, Any]],
+) -> None:
+    # A walk searches a long result met before no more (its error lines are found already):
+    # remembering every result, short ones too, or forgetting them at every one changes
+    # nothing.
+    with patch.object(retention, "_REPEAT_MIN", 0):
+        assert extract_identifiers(history) == oracle.extract_identifiers(history)
+        with patch.object(retention, "_REMEMBERED_RESULTS", 0):
+            assert extract_identifiers(history) == oracle.extract_identifiers(history)
+
+
+def test_a_result_met_again_still_names_its_failed_call() -> None:
+    log = "\n".join([f"line {n}" for n in range(200)] + ["ValueError: bad input"])
+    history = [
+        {"role": "user", "content": "Run the tests"},
+        _call("t1", "Bash"),
+        _result("t1", log, failed=False),
+        _call("t2", "Pytest"),
+        _result("t2", log, failed=True),
+    ]
+    assert len(log) >= retention._REPEAT_MIN
+    identifiers = extract_identifiers(history)
+    assert identifiers == oracle.extract_identifiers(history)
+    assert identifiers == ["Run the tests", "ValueError: bad input", "Pytest"]
+
+
+def _call(tool_id: str, name: str) -> dict[str, Any]:
+    block = {"type": "tool_use", "id": tool_id, "name": name, "input": {}}
+    return {"role": "assistant", "content": [block]}
+
+
+def _result(tool_id: str, text: str, *, failed: bool) -> dict[str, Any]:
+    block = {"type": "tool_result", "tool_use_id": tool_id, "content": text, "is_error": failed}
+    return {"role": "user", "content": [block]}
+
+
 @settings(max_examples=400, deadline=None)
 @given(_HISTORIES, _HISTORIES, st.lists(_TEXTS, max_size=6))
 def test_the_same_recall(
