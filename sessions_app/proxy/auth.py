@@ -20,8 +20,9 @@ from django.http import HttpRequest
 from ..auth import active_key, note_auth_failure
 from ..models import ApiKey
 from .base import Provider
+from .outage import note_failure
 
-__all__ = ["Caller", "authenticate"]
+__all__ = ["Caller", "authenticate", "unchecked"]
 
 logger = logging.getLogger("sessions_app")
 
@@ -53,6 +54,24 @@ def _own_credentials(headers: Mapping[str, str]) -> dict[str, str]:
     return kept
 
 
+def _presented(request: HttpRequest, provider: Provider) -> tuple[str, dict[str, str], bool]:
+    """The ctxweb key presented, the credentials for upstream, and whether the caller
+    brings its own provider key (the ctxweb key then comes in `X-Ctxweb-Key`)."""
+    headers = {name.lower(): value for name, value in request.headers.items()}
+    explicit = str(headers.get("x-ctxweb-key", "")).strip()
+    if explicit:
+        return explicit, _own_credentials(headers), True
+    key = str(headers.get("x-api-key", "")).strip() or _bearer(headers)
+    return key, _server_credentials(provider), False
+
+
+def unchecked(request: HttpRequest, provider: Provider) -> Caller | None:
+    """The caller while keys cannot be checked: one bringing its own provider key goes
+    upstream with it, unrecorded (`user` None); None for one relying on the server's key."""
+    _, credentials, own = _presented(request, provider)
+    return Caller(user=None, credentials=credentials) if own and credentials else None
+
+
 def authenticate(request: HttpRequest, provider: Provider) -> Caller | None:
     """The caller of a proxy request, or None when it presents no valid ctxweb key.
 
@@ -60,17 +79,12 @@ def authenticate(request: HttpRequest, provider: Provider) -> Caller | None:
     is forwarded unrecorded (`user` None); a caller relying on the server's provider key
     cannot be checked: DatabaseError propagates (the view answers 503).
     """
-    headers = {name.lower(): value for name, value in request.headers.items()}
-    explicit = str(headers.get("x-ctxweb-key", "")).strip()
-    if explicit:
-        key, credentials = explicit, _own_credentials(headers)
-    else:
-        key = str(headers.get("x-api-key", "")).strip() or _bearer(headers)
-        credentials = _server_credentials(provider)
+    key, credentials, own = _presented(request, provider)
     try:
         row = active_key(key) if key.startswith(ApiKey.PREFIX) else None
-    except DatabaseError:
-        if explicit and credentials:  # fail open: the caller's own provider key goes upstream
+    except DatabaseError as error:
+        note_failure(error)
+        if own and credentials:  # fail open: the caller's own provider key goes upstream
             logger.exception("proxy: keys cannot be checked; forwarding with the caller's key")
             return Caller(user=None, credentials=credentials)
         raise

@@ -20,13 +20,14 @@ from django.views.decorators.csrf import csrf_exempt
 from ..middleware import oversized_body
 from ..services.proxying import plan_request
 from .anthropic import AnthropicAdapter
-from .auth import Caller, authenticate
+from .auth import Caller, authenticate, unchecked
 from .base import Adapter
 from .connections import step
 from .digests import decode_body
 from .errors import error_response
 from .mapping import proxy_request
 from .openai import OpenAIAdapter
+from .outage import database_paused, note_failure
 from .pool import upstream_client
 from .recorder import Recording, relay
 from .upstream import request_headers, response_headers, timeout, upstream_url
@@ -71,13 +72,17 @@ async def _proxy(
     if refused is not None:
         return refused
     mode = (request.headers.get("X-Ctxweb-Mode") or "").strip().lower()
-    try:  # one hop to a thread for the key check and the storing
-        prepared = step(_prepared, asgi=isinstance(request, ASGIRequest))
-        caller, body, recording = await prepared(request, adapter, mode, record)
-    except DatabaseError:
-        logger.exception("proxy: ctxweb's database is unavailable; the key cannot be checked")
-        message = "ctxweb cannot check its API key now (database unavailable); retry later"
-        return error_response(adapter.provider, 503, "api_error", message)
+    if database_paused():  # found unreachable just before: not waited on again (outage.py)
+        caller, body, recording = unchecked(request, adapter.provider), request.body, None
+        if caller is None:
+            return _unavailable(adapter)
+    else:
+        try:  # one hop to a thread for the key check and the storing
+            prepared = step(_prepared, asgi=isinstance(request, ASGIRequest))
+            caller, body, recording = await prepared(request, adapter, mode, record)
+        except DatabaseError:
+            logger.exception("proxy: ctxweb's database is unavailable; the key cannot be checked")
+            return _unavailable(adapter)
     if caller is None:
         message = "a valid ctxweb API key is required (x-api-key, Bearer or X-Ctxweb-Key)"
         return error_response(adapter.provider, 401, "authentication_error", message)
@@ -85,6 +90,11 @@ async def _proxy(
         message = f"X-Ctxweb-Mode must be one of {', '.join(MODES)}"
         return error_response(adapter.provider, 400, "invalid_request_error", message)
     return await _forward(request, adapter, caller, path, body, recording)
+
+
+def _unavailable(adapter: Adapter) -> HttpResponseBase:
+    message = "ctxweb cannot check its API key now (database unavailable); retry later"
+    return error_response(adapter.provider, 503, "api_error", message)
 
 
 def _refused(request: HttpRequest, adapter: Adapter) -> HttpResponseBase | None:
@@ -125,7 +135,8 @@ def _planned(
     try:
         wanted = proxy_request(adapter, conversation, name=name, mode=mode, raw=hashes)
         plan = plan_request(caller.user, wanted)
-    except Exception:
+    except Exception as error:
+        note_failure(error)
         logger.exception("proxy: storing or compacting failed; forwarding the request unchanged")
         return raw, None
     if plan is None:  # a side request of an agent's session: forwarded, not stored

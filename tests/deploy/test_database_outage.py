@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
+
+from tests.support.fake_anthropic import Reply
+from tests.support.fake_streaming import StreamingAnthropic
 
 from .conftest import (
     Gunicorn,
@@ -141,3 +146,53 @@ def test_with_the_database_unreachable_an_api_call_answers_503_json(
     status, kind, body = _get(server_without_database, "/api/sessions", {**HTTPS, **key})
     assert (status, kind.split(";")[0]) == (503, "application/json"), body[:500]
     assert "detail" in json.loads(body)
+
+
+def test_with_the_database_unreachable_the_proxy_waits_on_it_once_then_forwards_at_once(
+    gunicorn: Gunicorn,
+) -> None:
+    """A caller bringing its own provider key is forwarded unrecorded (fail open); after the
+    first request has waited for the pool (CTXWEB_DB_POOL_TIMEOUT), the next ones do not
+    wait for it again (sessions_app/proxy/outage.py), and one relying on the server's key
+    is answered 503 at once."""
+    nowhere = f"postgresql://ctxweb@127.0.0.1:{free_port()}/ctxweb"
+    with StreamingAnthropic() as upstream:
+        served = gunicorn(
+            nowhere,
+            migrate=False,
+            healthy=False,
+            CTXWEB_DB_POOL_TIMEOUT="2",
+            CTXWEB_UPSTREAM_ANTHROPIC_URL=upstream.base_url,
+        )
+        upstream.script(*[Reply.text(f"answer {n}") for n in range(3)])
+        own = {"x-api-key": "sk-ant-own", "X-Ctxweb-Key": "ctx_000000000000_unchecked"}
+        times = [_proxied(served.port, own) for _ in range(3)]
+        server_key = {"x-api-key": "ctx_000000000000_unchecked"}
+        started = time.monotonic()
+        refused = _post_message(served.port, server_key)
+        refused_in = time.monotonic() - started
+    assert [status for status, _, _ in times] == [200, 200, 200]
+    assert [text for _, text, _ in times] == ["answer 0", "answer 1", "answer 2"]
+    assert times[0][2] >= 1.5  # waited for the pool
+    assert max(elapsed for _, _, elapsed in times[1:]) < 1.0
+    assert refused[0] == 503
+    assert refused_in < 1.0
+    assert [request.api_key for request in upstream.requests] == ["sk-ant-own"] * 3
+
+
+def _post_message(port: int, headers: dict[str, str]) -> tuple[int, Any]:
+    body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+    response = httpx.post(
+        f"http://127.0.0.1:{port}/proxy/anthropic/v1/messages",
+        json=body,
+        headers={"Host": "127.0.0.1", **headers},
+        timeout=30,
+    )
+    return response.status_code, response.json()
+
+
+def _proxied(port: int, headers: dict[str, str]) -> tuple[int, str, float]:
+    started = time.monotonic()
+    status, answer = _post_message(port, headers)
+    text = answer["content"][0]["text"] if status == 200 else str(answer)
+    return status, text, time.monotonic() - started

@@ -77,3 +77,11 @@ def small_default_profile() -> CompactionProfile:
         retry_backoff_seconds=0.0,
         cooldown_seconds=0.0,
     )
+
+
+@pytest.fixture(autouse=True)
+def database_not_paused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test starts with the database paused by another (sessions_app/proxy/outage.py)."""
+    from sessions_app.proxy import outage
+
+    monkeypatch.setattr(outage, "_paused_until", 0.0)
