@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from asgiref.sync import async_to_sync
 from django.contrib.auth import get_user_model
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 
 from sessions_app.proxy.connections import step
 
@@ -33,13 +33,29 @@ def test_under_asgi_steps_run_on_the_proxys_threads_and_see_committed_rows() -> 
     assert users == 1
 
 
-def test_under_asgi_a_sqlite_connection_is_kept_from_one_step_to_the_next() -> None:
+def test_under_asgi_a_sqlite_connection_is_kept_from_one_step_to_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     if connection.vendor != "sqlite":
         pytest.skip("SQLite keeps its connection; other databases close or pool theirs")
-    first = _run(_seen, asgi=True)
-    second = _run(_seen, asgi=True)
-    assert first[0] == second[0]  # one idle thread serves both
-    assert first[1] == second[1] is not None
+    closed: list[str] = []
+    wrapper = type(connections[DEFAULT_DB_ALIAS])
+    real_close = wrapper.close
+
+    def close(self: Any) -> None:
+        closed.append(threading.current_thread().name)
+        real_close(self)
+
+    monkeypatch.setattr(wrapper, "close", close)
+    seen = [_run(_seen, asgi=True) for _ in range(20)]
+    assert not [name for name in closed if name.startswith("ctxweb-proxy")]
+    by_thread: dict[str, set[int | None]] = {}
+    for name, raw, _ in seen:
+        by_thread.setdefault(name, set()).add(raw)
+    # The executor may start another thread while an idle one is still handing back its
+    # turn, but threads are reused, and each keeps the one connection it opened.
+    assert len(by_thread) < len(seen)
+    assert all(len(raws) == 1 and None not in raws for raws in by_thread.values())
 
 
 def test_under_asgi_other_databases_close_their_connection_after_each_step() -> None:
