@@ -32,7 +32,7 @@ class ProxyHandler(ASGIHandler):
         thread for each request's synchronous code; the proxy's views run theirs on
         threads of their own (proxy/connections.py), so that thread would only ever run
         the request_started and request_finished signals, and making it and stopping it
-        cost more (about 0.3 ms) than those signals on the process's one shared thread."""
+        cost more than those signals on the process's one shared thread."""
         await self.handle(scope, receive, send)
 
     def load_middleware(self, is_async: bool = False) -> None:

@@ -6,7 +6,7 @@ A proxied request has two synchronous steps: storing the conversation before the
 Under the ASGI server Django runs a request's synchronous code in a thread made for that
 request (asgiref's ThreadSensitiveContext), so each request would open its database
 connection afresh: on SQLite a new connection, its PRAGMAs and Django's per-connection
-set-up, about a millisecond of the proxy's added latency (bench/proxy.py), and none of
+set-up, a measurable part of the proxy's added latency (bench/proxy.py), and none of
 SQLite's prepared statements reused. So under ASGI the steps run on a few long-lived
 threads of their own (`step`), each keeping its SQLite connection from one request to the
 next. A pooled connection (PostgreSQL under ASGI: docs/deployment.md) goes back to its pool
@@ -15,7 +15,7 @@ meanwhile would starve every other request of the process. Any other connection 
 threads (PostgreSQL without a pool) is closed after each step, as Django closes a request's.
 
 Elsewhere (WSGI, the test client) a step runs where Django runs any synchronous code of the
-request, and hands back its pooled connections when it returns (`released`).
+request, and hands back its pooled connections when it returns.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from asgiref.sync import sync_to_async
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-__all__ = ["released", "step"]
+__all__ = ["step"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -44,48 +44,33 @@ def step(function: Callable[P, T], *, asgi: bool) -> Callable[P, Awaitable[T]]:
     """`function` as a coroutine function: on the proxy's own threads under ASGI (their
     SQLite connections kept), else as Django runs a request's synchronous code."""
     if asgi:
-        return sync_to_async(_kept(function), thread_sensitive=False, executor=_steps)
-    return sync_to_async(released(function))
+        kept = _handing_back(function, own_thread=True)
+        return sync_to_async(kept, thread_sensitive=False, executor=_steps)
+    return sync_to_async(_handing_back(function, own_thread=False))
 
 
-def released(function: Callable[P, T]) -> Callable[P, T]:
+def _handing_back(function: Callable[P, T], *, own_thread: bool) -> Callable[P, T]:
     """`function`; when it returns or raises, this thread's pooled connections go back to
-    their pool (a connection that is not pooled, or inside a transaction, is left alone)."""
+    their pool. On the proxy's `own_thread`, any other connection is closed too, but a
+    usable SQLite one; elsewhere they are left to Django. A connection inside a
+    transaction is left alone."""
 
     @functools.wraps(function)
     def call(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return function(*args, **kwargs)
         finally:
-            _hand_back(keep_sqlite=False)
+            for connection in connections.all(initialized_only=True):
+                if not connection.in_atomic_block and _to_close(connection, own_thread):
+                    connection.close()
 
     return call
 
 
-def _kept(function: Callable[P, T]) -> Callable[P, T]:
-    """`function`; afterwards only a usable SQLite connection stays open on this thread."""
-
-    @functools.wraps(function)
-    def call(*args: P.args, **kwargs: P.kwargs) -> T:
-        try:
-            return function(*args, **kwargs)
-        finally:
-            _hand_back(keep_sqlite=True)
-
-    return call
-
-
-def _hand_back(*, keep_sqlite: bool) -> None:
-    for connection in connections.all(initialized_only=True):
-        if connection.in_atomic_block:
-            continue
-        pooled = connection.settings_dict.get("OPTIONS", {}).get("pool")
-        if pooled:
-            connection.close()
-        elif not keep_sqlite:
-            continue
-        elif connection.vendor != "sqlite" or not _reusable(connection):
-            connection.close()
+def _to_close(connection: BaseDatabaseWrapper, own_thread: bool) -> bool:
+    if connection.settings_dict.get("OPTIONS", {}).get("pool"):
+        return True
+    return own_thread and not (connection.vendor == "sqlite" and _reusable(connection))
 
 
 def _reusable(connection: BaseDatabaseWrapper) -> bool:
