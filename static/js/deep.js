@@ -225,14 +225,18 @@
     bar.hidden = chain.length === 0;
   }
 
+  // Drawn at the next frame; a timer stands in when no frame comes soon (a browser may hold
+  // frames back under load), so a scroll is never left without its path.
   function schedule() {
     if (!scheduled) {
       scheduled = true;
-      window.requestAnimationFrame(updatePath);
+      window.requestAnimationFrame(function () { if (scheduled) { updatePath(); } });
+      window.setTimeout(function () { if (scheduled) { updatePath(); } }, 250);
     }
   }
 
   document.addEventListener("scroll", schedule, true);
+  window.addEventListener("resize", schedule);
   document.addEventListener("htmx:afterSettle", schedule);
   document.addEventListener("click", function () { window.setTimeout(schedule, 0); });
 

@@ -72,6 +72,21 @@ _UNCOVERED = """selector => {
 }"""
 
 
+#: Where the open markers, the line read and the sticky path are (a failure's message).
+_GEOMETRY = """([outer, inner, first]) => {
+  const rect = e => e ? [Math.round(e.getBoundingClientRect().top),
+                         Math.round(e.getBoundingClientRect().bottom)] : null;
+  const bar = document.querySelector('#history > .deep-path');
+  return {scrollY: window.scrollY, height: document.documentElement.scrollHeight,
+    article: rect(document.querySelector(`#c${inner}-originals article[data-seq='${first}']`)),
+    inner: rect(document.querySelector(`#c${inner}-originals:not([hidden])`)),
+    outer: rect(document.querySelector(`#c${outer}-originals:not([hidden])`)),
+    history: rect(document.getElementById('history')),
+    bar: bar && [bar.hidden, bar.getAttribute('data-path'), bar.offsetHeight],
+    focus: document.activeElement && document.activeElement.id, url: location.href};
+}"""
+
+
 def test_a_timeline_drop_opens_the_markers_down_to_a_nested_compaction(
     page: Any, live_server: Any, browser_session: Any, watch: Watch
 ) -> None:
@@ -100,10 +115,14 @@ def test_a_timeline_drop_opens_the_markers_down_to_a_nested_compaction(
         "node => node.scrollIntoView({block: 'start'})"
     )
     bar = page.locator("#history > .deep-path")
-    page.wait_for_function(
-        "() => document.querySelector('#history > .deep-path') !== null &&"
-        " !document.querySelector('#history > .deep-path').hidden"
-    )
+    try:
+        page.wait_for_function(
+            "() => document.querySelector('#history > .deep-path') !== null &&"
+            " !document.querySelector('#history > .deep-path').hidden"
+        )
+    except Exception as error:  # say what the page looked like, for a failure seen once in CI
+        state = page.evaluate(_GEOMETRY, [outer, inner, first])
+        raise AssertionError(f"no sticky path after scrolling: {state}") from error
     assert bar.inner_text().split() == [f"#{outer}", "\u203a", f"#{inner}"]
     assert page.evaluate(_UNCOVERED, "#history > .deep-path a") is True  # not under the top bar
 
