@@ -15,8 +15,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from django.utils import timezone
-
 from compaction import Policy, hard_truncate
 
 from ..models import Compaction, CompactionJob, CompactionProfile, Session
@@ -27,6 +25,7 @@ from .jobs import queue_compaction
 from .policies import policy_for, profile_for
 from .session_compaction import CompactionOutcome, compact_session
 from .sessions import refresh_totals
+from .usage import reported_usage, same_usage
 from .writeback import CommitMeta, commit_context, take_snapshot
 
 __all__ = [
@@ -34,7 +33,6 @@ __all__ = [
     "StoredCompaction",
     "post_call_check",
     "prepare_context",
-    "usage_tokens",
 ]
 
 logger = logging.getLogger("sessions_app")
@@ -111,22 +109,18 @@ def post_call_check(
 ) -> CompactionJob | None:
     """After appending a model reply: record its `usage`; queue a compaction when over.
 
-    Returns the queued job, or None (no usage, under the threshold, disabled, cooling down,
-    or a compaction already queued or running for the session).
+    The usage is written unless `session.last_usage` already holds it (`append_messages`
+    records it in the append's own transaction). Returns the queued job, or None (no usage,
+    under the threshold, disabled, cooling down, or a compaction already queued or running
+    for the session).
     """
-    usage = next(
-        (
-            m["usage"]
-            for m in reversed(messages)
-            if m.get("role") == "assistant" and isinstance(m.get("usage"), Mapping)
-        ),
-        None,
-    )
+    usage = reported_usage(messages)
     if usage is None:
         return None
-    total = usage_tokens(usage)
-    session.last_usage = {**usage, "total_tokens": total, "at": timezone.now().isoformat()}
-    Session.objects.filter(pk=session.pk).update(last_usage=session.last_usage)
+    if not same_usage(session.last_usage, usage):
+        session.last_usage = usage
+        Session.objects.filter(pk=session.pk).update(last_usage=usage)
+    total = usage["total_tokens"]
     profile = profile_for(session)
     policy = policy_for(session, profile)
     if not policy.enabled or policy.scaled(total) < policy.threshold:
@@ -146,21 +140,6 @@ def post_call_check(
         extra={"session_id": str(session.pk), "trigger": "auto", "tokens": total},
     )
     return job
-
-
-def usage_tokens(usage: Mapping[str, Any]) -> int:
-    """Input plus output tokens of an Anthropic or OpenAI usage object (cache reads included)."""
-    keys = (
-        "input_tokens",
-        "output_tokens",
-        "cache_creation_input_tokens",
-        "cache_read_input_tokens",
-    )
-    if any(key in usage for key in keys):
-        return sum(int(usage.get(key) or 0) for key in keys)
-    if "total_tokens" in usage:
-        return int(usage.get("total_tokens") or 0)
-    return int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
 
 
 def _compact_logged(session: Session, profile: CompactionProfile) -> CompactionOutcome | None:

@@ -27,12 +27,11 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.utils import timezone
 
 from compaction import tool_use_ids
 
 from ..models import CompactionProfile, Session
-from .auto import StoredCompaction, post_call_check, prepare_context, usage_tokens
+from .auto import StoredCompaction, post_call_check, prepare_context
 from .context_text import Format
 from .errors import Conflict
 from .overhead import (
@@ -52,6 +51,7 @@ from .sessions import (
     refresh_totals,
     sessions_for,
 )
+from .usage import reported_usage
 
 __all__ = ["ProxyPlan", "ProxyRequest", "plan_request", "record_answer"]
 
@@ -199,16 +199,14 @@ def record_answer(
         else:
             return False
         _keep_map(state, prefix)
-        usage = message.get("usage")
+        usage = reported_usage([message]) if answered and compact else None
         over = False
-        if answered and compact and isinstance(usage, Mapping):  # what post_call_check records
-            total = usage_tokens(usage)
-            locked.last_usage = {**usage, "total_tokens": total, "at": timezone.now().isoformat()}
-            changes["last_usage"] = locked.last_usage
+        if usage is not None:  # what post_call_check records, in this transaction
+            locked.last_usage = changes["last_usage"] = usage
             policy = policy_for(locked, profile or _profile_of(locked))
-            over = policy.enabled and policy.scaled(total) >= policy.threshold
+            over = policy.enabled and policy.scaled(usage["total_tokens"]) >= policy.threshold
         Session.objects.filter(pk=locked.pk).update(**changes)
-    if over:  # the post-call check queues the compaction (it records the usage again)
+    if over:  # the post-call check queues the compaction (the usage is recorded already)
         post_call_check(locked, [dict(message)])
     return True
 

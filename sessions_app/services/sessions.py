@@ -29,6 +29,7 @@ from .errors import InvalidInput, VersionConflict
 from .errors import Problem as FieldProblem
 from .extras import extra_problems, message_time
 from .policies import profile_for
+from .usage import reported_usage
 
 __all__ = [
     "MAX_CONTEXT_LIMIT",
@@ -122,13 +123,19 @@ def append_messages(
     They are validated against the context they extend (a user message answering the last
     assistant's tool_use is accepted); problems raise InvalidInput with paths
     relative to `messages`. Appends never wait for a running compaction: a compaction only
-    locks the session for its short commit.
+    locks the session for its short commit. The last assistant message's `usage`, if any,
+    becomes the session's `last_usage` in the same transaction.
     """
+    items = list(messages)
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
         if expected_version is not None and locked.version != expected_version:
             raise VersionConflict(expected_version, locked.version)
-        rows = append_locked(locked, messages)
+        rows = append_locked(locked, items)
+        usage = reported_usage(items)
+        if usage is not None:  # with the reply, never apart from it (post_call_check)
+            Session.objects.filter(pk=locked.pk).update(last_usage=usage)
+            locked.last_usage = usage
     _copy_totals(locked, session)
     return rows
 

@@ -11,11 +11,12 @@ import pytest
 from compaction import SummaryError
 from compaction.messages import is_summary_message
 from sessions_app.models import Compaction, CompactionJob, CompactionProfile, Session
-from sessions_app.services.auto import post_call_check, prepare_context, usage_tokens
+from sessions_app.services.auto import post_call_check, prepare_context
 from sessions_app.services.context import runtime_messages
 from sessions_app.services.cooldown import in_cooldown, note_outcome
 from sessions_app.services.jobs import run_job
 from sessions_app.services.session_compaction import CompactionOutcome
+from sessions_app.services.usage import usage_tokens
 from tests.support.histories import assistant, user
 
 pytestmark = pytest.mark.django_db

@@ -161,3 +161,23 @@ def test_delete_session_removes_its_stored_context_responses(user: Any, conversa
     assert stored, "the response was not kept as a file"
     delete_session(session)
     assert not any(path.exists() for path in stored)
+
+
+def test_an_appended_reply_records_its_usage_in_the_append(user: Any) -> None:
+    session = create_session(user, title="t", messages=[user_msg("hi")])
+    reply = assistant("x", usage={"input_tokens": 900, "output_tokens": 50})
+
+    append_messages(session, iter([reply, user_msg("thanks")]))  # any iterable, read once
+
+    stored = Session.objects.get(pk=session.pk).last_usage
+    assert stored is not None
+    assert stored["total_tokens"] == 950
+    assert session.last_usage == stored
+
+
+def test_a_refused_append_keeps_the_last_usage(user: Any) -> None:
+    session = create_session(user, title="t", messages=[user_msg("hi")])
+    reply = assistant("x", usage={"input_tokens": 900, "output_tokens": 50})
+    with pytest.raises(InvalidInput):  # a tool message answering no call
+        append_messages(session, [reply, {"role": "tool", "content": "orphan"}])
+    assert Session.objects.get(pk=session.pk).last_usage is None
