@@ -27,16 +27,16 @@ from typing import Any
 import psycopg
 
 from bench.common import goal, log, options, table
-from bench.load import (
+from bench.load import Api
+from bench.servers import (
     PG_SERVER,
-    Api,
-    _database,
-    _env,
-    _prepared,
-    _processes,
-    _wait_until_up,
     cpu_seconds,
+    database,
     free_port,
+    prepared,
+    processes,
+    server_env,
+    wait_until_up,
 )
 from tests.support import postgres
 
@@ -157,12 +157,12 @@ def scenario(
 def run(kind: str, smoke: bool) -> list[tuple[str, dict[str, Any]]]:
     data_dir = Path(tempfile.mkdtemp(prefix=f"ctxweb-appends-{kind}-"))
     results: list[tuple[str, dict[str, Any]]] = []
-    with _database(kind, data_dir) as database_url:
+    with database(kind, data_dir) as database_url:
         port = free_port()
-        env = _env(data_dir, database_url, port, 1 if smoke else WEB_WORKERS)
-        key = _prepared(env, "appends")
-        with _processes(env, data_dir, worker=False) as (server, *_):
-            _wait_until_up(port)
+        env = server_env(data_dir, database_url, port, 1 if smoke else WEB_WORKERS)
+        key = prepared(env, "appends")
+        with processes(env, data_dir, worker=False) as (server, *_):
+            wait_until_up(port)
             if not smoke:  # untimed: each worker loads the app and the vocabulary on first use
                 scenario(port, key, database_url, False, 10, 3)
             plans = (

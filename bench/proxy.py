@@ -303,18 +303,18 @@ def _served() -> Iterator[tuple[Any, str]]:
     settings (ctxweb/gunicorn.conf.py: the ASGI worker), on this process's database."""
     from django.conf import settings
 
-    from bench.load import _env, _processes, _wait_until_up, free_port
+    from bench.servers import free_port, processes, server_env, wait_until_up
     from tests.support.fake_streaming import StreamingAnthropic
 
     data_dir = Path(os.environ["CTXWEB_DATA_DIR"])
     database = f"sqlite:///{settings.DATABASES['default']['NAME']}"
     port = free_port()
     with StreamingAnthropic() as fake:
-        env = _env(
+        env = server_env(
             data_dir, database, port, SERVER_WORKERS, CTXWEB_UPSTREAM_ANTHROPIC_URL=fake.base_url
         )
-        with _processes(env, data_dir, worker=False):
-            _wait_until_up(port)
+        with processes(env, data_dir, worker=False):
+            wait_until_up(port)
             yield fake, f"http://127.0.0.1:{port}"
 
 
