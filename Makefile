@@ -9,9 +9,12 @@ EXTRAS := web,anthropic,openai,folding,dev
 HOST ?= 127.0.0.1
 PORT ?= 8000
 CHROMIUM := /usr/bin/chromium
+# The Claude Code CLI, a real client of the proxy in the tests (offline, against a fake API).
+CLAUDE_CODE_VERSION := 2.1.332
+CLAUDE_CODE := $(VENV)/claude-code-$(CLAUDE_CODE_VERSION)/node_modules/.bin/claude
 PG_URL ?= postgresql://postgres@127.0.0.1:5432
 
-.PHONY: install run test lint typecheck pytest pytest-postgres chromium bench bench-smoke clean
+.PHONY: install run test lint typecheck pytest pytest-postgres chromium claude-code bench bench-smoke clean
 
 install: $(STAMP)
 
@@ -32,6 +35,16 @@ chromium:
 			|| echo "chromium could not be installed: browser tests will be skipped"; \
 	else echo "no $(CHROMIUM) and no root: browser tests will be skipped"; fi
 
+# npm's registry only; skipped (with a message) where npm is missing or cannot fetch it.
+claude-code:
+	@if [ -x $(CLAUDE_CODE) ]; then exit 0; fi; \
+	if command -v npm >/dev/null; then \
+		echo "installing the Claude Code CLI $(CLAUDE_CODE_VERSION) for the proxy tests"; \
+		npm install --silent --no-audit --no-fund --prefix $(VENV)/claude-code-$(CLAUDE_CODE_VERSION) \
+			@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) >/dev/null \
+			|| echo "the Claude Code CLI could not be installed: its tests will be skipped"; \
+	else echo "no npm: the Claude Code CLI tests will be skipped"; fi
+
 run: install
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py ensure_admin
@@ -48,11 +61,11 @@ lint: install
 typecheck: install
 	$(BIN)/mypy .
 
-pytest: install chromium
+pytest: install chromium claude-code
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 # The whole suite again on a throwaway database of the local PostgreSQL, when one answers.
-pytest-postgres: install chromium
+pytest-postgres: install chromium claude-code
 	@if $(BIN)/python scripts/pg_available.py "$(PG_URL)"; then \
 		db=ctxweb_test_$$$$; \
 		DATABASE_URL="$(PG_URL)/$$db" $(BIN)/python -m pytest -n 2 --dist loadgroup \

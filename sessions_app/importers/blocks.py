@@ -21,6 +21,7 @@ __all__ = [
     "mapping",
     "parse_arguments",
     "parse_time",
+    "prompt_text",
     "short_title",
     "text_block",
 ]
@@ -118,6 +119,16 @@ def parse_time(value: Any) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+#: What an agent adds around a person's words: Claude Code's `<system-reminder>` sections.
+_REMINDER: Final = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+
+
+def prompt_text(content: Any) -> str:
+    """The text a person wrote in a user message's `content`: its text without the
+    `<system-reminder>` sections an agent such as Claude Code puts before it."""
+    return _REMINDER.sub("", content_text(content)).strip()
 
 
 def short_title(text: str, limit: int = 80) -> str:

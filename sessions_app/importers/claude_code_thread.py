@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from compaction import Block
 
-from .blocks import content_text, parse_time
+from .blocks import content_text, parse_time, prompt_text
 from .builder import SessionBuilder
 from .claude_code_graph import ASSISTANT, BOUNDARY, PROMPT, RESULT, SUMMARY, Graph
 from .types import ImportedCompaction, ImportedMessage, ImportedSession
@@ -201,7 +201,7 @@ class Thread:
         if record.get("isMeta"):
             item.message["is_meta"] = True
         elif prompt and not self.first_prompt:
-            self.first_prompt = content_text(item.message["content"]).strip()
+            self.first_prompt = prompt_text(item.message["content"])
         for key in ("isVisibleInTranscriptOnly", "isCompactSummary"):
             if record.get(key):
                 item.extra[key] = True

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..importers.blocks import content_text, short_title
+from ..importers.blocks import prompt_text, short_title
 from ..services.proxying import ProxyRequest
 from .base import Adapter, Conversation
 from .digests import Digests, claude_code_session, conversation_key
@@ -57,9 +57,10 @@ def proxy_request(
 
 
 def _title(conversation: Conversation) -> str:
+    """The first words a person wrote (not the reminders an agent adds around them)."""
     for message in conversation.messages:
         if message.get("role") == "user":
-            text = content_text(message.get("content")).strip()
+            text = prompt_text(message.get("content"))
             if text:
                 return short_title(text)
     return ""

@@ -1,0 +1,147 @@
+"""The Claude Code CLI itself through the proxy: the real client, offline.
+
+`make test` installs the CLI from npm's registry (the Makefile's `claude-code` target) into
+.venv. It runs with a throwaway HOME, talks only to the proxy on 127.0.0.1, which forwards
+to the fake Anthropic API, and writes its own transcript under HOME/.claude/projects.
+Skipped where the CLI is not installed, except under CI, where it must run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessions_app.importers.blocks import content_text
+from sessions_app.models import Message, Session
+from sessions_app.services.importing.files import import_file
+from tests.support.asgi_server import AsgiServer
+from tests.support.fake_anthropic import Reply
+from tests.support.fake_streaming import StreamingAnthropic
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+VERSION = "2.1.332"  # the Makefile's CLAUDE_CODE_VERSION
+CLI = Path(__file__).resolve().parents[3] / f".venv/claude-code-{VERSION}/node_modules/.bin/claude"
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def claude_code(proxy_server: AsgiServer, ctx_key: str, tmp_path: Path) -> Run:
+    """Runs `claude -p PROMPT [ARGS]` in a throwaway HOME, pointed at the proxy with a
+    ctxweb key as its API key (keyword arguments add or replace environment variables);
+    returns the finished process."""
+    if not CLI.exists():
+        message = f"{CLI} is not installed (make claude-code installs it)"
+        if os.environ.get("CI"):
+            pytest.fail(f"the Claude Code tests must run under CI: {message}")
+        pytest.skip(message)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "ANTHROPIC_BASE_URL": f"{proxy_server.url}/proxy/anthropic",
+        "ANTHROPIC_API_KEY": ctx_key,
+        "DISABLE_TELEMETRY": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+    }
+    work = tmp_path / "project"
+    work.mkdir()
+
+    def run(prompt: str, *args: str, **variables: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(CLI), "-p", *args, prompt],
+            env={**env, **variables},
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    return run
+
+
+def _texts(session: Session, role: str) -> list[str]:
+    rows = Message.objects.filter(session=session, role=role).order_by("seq")
+    return [content_text(row.content) for row in rows]
+
+
+def test_claude_code_sessions_are_stored_continued_and_passed_through(
+    claude_code: Run, upstream_anthropic: StreamingAnthropic, ctx_key: str
+) -> None:
+    upstream_anthropic.script(Reply.text("First answer."), Reply.text("Second answer."))
+
+    first = claude_code("Say hello")
+    second = claude_code("And again", "--continue")
+
+    assert (first.returncode, first.stdout.strip()) == (0, "First answer."), first.stderr
+    assert (second.returncode, second.stdout.strip()) == (0, "Second answer."), second.stderr
+    session = Session.objects.get()  # --continue went on with the same session
+    assert session.title == "Say hello"  # not the <system-reminder> Claude Code puts first
+    assert _texts(session, "assistant") == ["First answer.", "Second answer."]
+    assert _texts(session, "user")[-1] == "And again"
+    calls = upstream_anthropic.requests
+    assert len(calls) == 2
+    for call in calls:
+        assert call.path.endswith("?beta=true")  # the query string passes through
+        assert call.api_key == "sk-ant-server-key"
+        assert ctx_key not in json.dumps(call.body)
+        assert call.body["stream"] is True
+        names = {tool["name"] for tool in call.body["tools"]}
+        assert {"Bash", "Read", "Edit"} <= names  # Claude Code's own tools, forwarded
+        assert session.external_id in call.body["metadata"]["user_id"]
+    # Nothing to compact yet: the history goes up as the client sent it, system-role message,
+    # cache breakpoint on the last block and all.
+    first_call, second_call = (call.body["messages"] for call in calls)
+    assert [m["role"] for m in second_call] == ["user", "system", "assistant", "user"]
+    assert second_call[0] == first_call[0]
+    assert second_call[-1]["content"] == [
+        {"type": "text", "text": "And again", "cache_control": {"type": "ephemeral"}}
+    ]
+
+
+def test_its_own_transcript_imports_to_the_same_conversation(
+    claude_code: Run, upstream_anthropic: StreamingAnthropic, user: Any, tmp_path: Path
+) -> None:
+    upstream_anthropic.script(Reply.text("First answer."), Reply.text("Second answer."))
+    assert claude_code("Say hello").returncode == 0
+    assert claude_code("And again", "--continue").returncode == 0
+    proxied = Session.objects.get()
+    [transcript] = (tmp_path / ".claude" / "projects").glob("*/*.jsonl")
+
+    report = import_file(user, transcript)
+
+    imported = report.session
+    assert imported.pk != proxied.pk
+    assert report.skipped == []  # every line of the newest format is understood
+    assert imported.title == "Say hello"
+    assert transcript.stem == proxied.external_id  # both name Claude Code's session id
+    assert _texts(imported, "assistant") == _texts(proxied, "assistant")
+    assert [t for t in _texts(imported, "user") if t] == ["Say hello", "And again"]
+
+
+def test_claude_code_keeps_its_own_key_with_the_ctxweb_key_in_a_header(
+    claude_code: Run, upstream_anthropic: StreamingAnthropic, ctx_key: str
+) -> None:
+    upstream_anthropic.script(Reply.text("Own key answer."))
+
+    done = claude_code(
+        "Use my key",
+        ANTHROPIC_API_KEY="sk-ant-own-key",
+        ANTHROPIC_CUSTOM_HEADERS=f"X-Ctxweb-Key: {ctx_key}",
+    )
+
+    assert (done.returncode, done.stdout.strip()) == (0, "Own key answer."), done.stderr
+    [call] = upstream_anthropic.requests
+    assert call.api_key == "sk-ant-own-key"  # untouched, and never ctxweb's key
+    assert "x-ctxweb-key" not in call.headers
+    session = Session.objects.get()
+    assert session.title == "Use my key"
+    assert _texts(session, "assistant") == ["Own key answer."]
