@@ -38,12 +38,12 @@ logger = logging.getLogger("compaction")
 
 def over_threshold(policy: Policy, state: ContextState) -> bool:
     """True when the (scaled) context reaches the trigger threshold."""
-    return policy.scaled(state.tokens) >= policy.threshold
+    return policy.over_threshold(state.tokens)
 
 
 def over_hard_limit(policy: Policy, state: ContextState) -> bool:
     """True when the (scaled) context is over the hard limit."""
-    return policy.scaled(state.tokens) > policy.effective_hard_limit
+    return policy.over_hard_limit(state.tokens)
 
 
 def run_offload(

@@ -167,7 +167,7 @@ class _Flow:
             return None
         if not self.policy.enabled:
             return "disabled"
-        if self.policy.scaled(original.tokens) < self.policy.threshold:
+        if not self.policy.over_threshold(original.tokens):
             return "below_threshold"
         return None
 

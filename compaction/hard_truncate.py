@@ -49,14 +49,15 @@ def truncation_notice(tokens: int) -> str:
 
 
 def hard_limit_tokens(policy: Policy) -> int:
-    """The most raw tokens whose count, scaled by the safety factor, is within the limit."""
+    """The most raw tokens of messages whose count, with the policy's reserved tokens and
+    scaled by the safety factor, is within the limit (0 when the reserved ones alone are not)."""
     limit = policy.effective_hard_limit
     allowed = int(limit / policy.safety_factor)
     while policy.scaled(allowed + 1) <= limit:
         allowed += 1
     while allowed > 0 and policy.scaled(allowed) > limit:
         allowed -= 1
-    return allowed
+    return max(0, allowed - policy.reserved_tokens)
 
 
 def hard_truncate(

@@ -44,7 +44,7 @@ def should_compact(messages: Sequence[Message], policy: Policy | None = None) ->
     ensure_valid(messages)
     if not messages or not policy.enabled:
         return False
-    return policy.scaled(count_tokens(messages, encoding=policy.encoding)) >= policy.threshold
+    return policy.over_threshold(count_tokens(messages, encoding=policy.encoding))
 
 
 def partition(
@@ -146,7 +146,7 @@ def _protect_rounds(
         if candidate <= head_end:
             break  # the middle would be empty: nothing left to compact
         tail_tokens += sum(counts[candidate:chosen])
-        if policy.scaled(fixed + tail_tokens) >= policy.threshold:
+        if policy.over_threshold(fixed + tail_tokens):
             break
         chosen = candidate
     return chosen

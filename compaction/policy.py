@@ -56,6 +56,10 @@ class Policy:
     trigger_ratio: float = 0.92
     hard_limit: int | None = None  # None: the context limit itself
     safety_factor: float = 1.0
+    # Tokens sent with the messages on every call but not among them (a system prompt and
+    # tool definitions kept apart): counted with the messages against the threshold and the
+    # hard limit (docs/behaviour.md#reserved-tokens).
+    reserved_tokens: int = 0
     enabled: bool = True
     # Partition (docs/behaviour.md#trigger-and-partition). A tail_retention_ratio of 0 means no
     # token budget: the tail is exactly keep_recent_messages (moved earlier only for tool pairs).
@@ -152,6 +156,14 @@ class Policy:
         """Token budget of the retained tail: context_limit x tail_retention_ratio."""
         return int(self.context_limit * self.tail_retention_ratio)
 
+    def over_threshold(self, tokens: int) -> bool:
+        """True when `tokens` of messages, with the reserved tokens, reach the threshold."""
+        return self.scaled(tokens + self.reserved_tokens) >= self.threshold
+
+    def over_hard_limit(self, tokens: int) -> bool:
+        """True when `tokens` of messages, with the reserved tokens, pass the hard limit."""
+        return self.scaled(tokens + self.reserved_tokens) > self.effective_hard_limit
+
     def scaled(self, tokens: int) -> int:
         """A token count as used for decisions, scaled by the safety factor
         (docs/behaviour.md#token-counting)."""
@@ -200,6 +212,7 @@ MAX_INT: Final = 2**53 - 1
 #: Integer fields: (lowest, highest) allowed value.
 _INT_BOUNDS: Final[dict[str, tuple[int, int]]] = {
     "context_limit": (1, MAX_INT),
+    "reserved_tokens": (0, MAX_INT),
     "keep_recent_messages": (0, MAX_INT),
     "summary_max_tokens": (1, MAX_INT),
     "max_retries": (0, 10),

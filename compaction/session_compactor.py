@@ -110,13 +110,13 @@ class Compactor:
     ) -> CompactResult:
         ensure_valid(messages)
         fallbacks = tuple(step for step in self.policy.steps if step in _FALLBACKS)
-        tokens = self.policy.scaled(count_tokens(messages, encoding=self.policy.encoding))
+        tokens = count_tokens(messages, encoding=self.policy.encoding)
         logger.info(
             "compaction skipped: cooling down for %.1f more s",
             self.cooldown_remaining,
             extra={"session_id": self.session_id, "trigger": trigger, "outcome": "cooldown"},
         )
-        if fallbacks and tokens > self.policy.effective_hard_limit:
+        if fallbacks and self.policy.over_hard_limit(tokens):
             policy = self.policy.replace(steps=fallbacks)
             result = self._run(messages, policy, None, on_event, False, trigger)
             return replace(result, reason="cooldown")

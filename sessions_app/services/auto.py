@@ -168,7 +168,7 @@ def _enforce_hard_limit(
     """Hard truncation when the context is still over the hard limit
     (docs/behaviour.md#hard-truncation)."""
     refresh_totals(session)
-    if policy.scaled(session.context_tokens) <= policy.effective_hard_limit:
+    if not policy.over_hard_limit(session.context_tokens):
         return None
     snapshot = take_snapshot(session)
     result = hard_truncate([*snapshot.messages], policy)

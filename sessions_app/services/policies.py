@@ -27,6 +27,7 @@ from compaction import (
 from ..models import CompactionProfile, Session, SummarizerConfig
 from ..summarizer_config import constructor_kwargs, load_summarizer_class
 from .errors import InvalidInput, Unavailable, engine_error
+from .overhead import session_overhead
 
 __all__ = [
     "default_profile",
@@ -70,7 +71,9 @@ def profile_for(session: Session | None, name: str | None = None) -> CompactionP
 
 
 def policy_for(session: Session | None, profile: CompactionProfile | None = None) -> Policy:
-    """The engine Policy of `profile` (default: the session's), with the session's limit.
+    """The engine Policy of `profile` (default: the session's), with the session's limit,
+    reserving the tokens of a proxied session's stored system prompt and tools
+    (`reserved_tokens`: they go upstream with every call; services/overhead.py).
 
     A stored profile the engine refuses (one written around the admin's checks) is an
     InvalidInput naming the policy field, not the engine's PolicyError.
@@ -78,9 +81,11 @@ def policy_for(session: Session | None, profile: CompactionProfile | None = None
     profile = profile or profile_for(session)
     limit = session.context_limit if session is not None else None
     try:
-        return profile.to_policy(context_limit=limit)
+        policy = profile.to_policy(context_limit=limit)
     except PolicyError as error:
         raise engine_error(error) from error
+    reserved = session_overhead(session).total if session is not None else 0
+    return policy.replace(reserved_tokens=reserved) if reserved else policy
 
 
 def summary_model(profile: CompactionProfile) -> str:

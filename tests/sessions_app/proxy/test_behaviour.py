@@ -60,6 +60,38 @@ def test_long_conversation_is_compacted_before_the_call(
     assert session.message_count == 24
 
 
+def test_the_system_prompt_and_tools_count_toward_compacting_before_the_call(
+    claude: anthropic.Anthropic,
+    upstream_anthropic: StreamingAnthropic,
+    small_profile: CompactionProfile,
+    scripted: Any,
+) -> None:
+    # A big tool definition beside a short conversation, as Claude Code sends: the messages
+    # alone stay under the 1500-token threshold, with the tools they are over it.
+    scripted(default="Short summary.")
+    tools: Any = [
+        {
+            "name": "Read",
+            "description": " ".join(f"detail{i}" for i in range(500)),
+            "input_schema": {"type": "object", "properties": {}},
+        }
+    ]
+    history: list[Any] = []
+    for turn in range(8):
+        upstream_anthropic.enqueue(Reply.text(f"answer {turn}"))
+        history.append({"role": "user", "content": f"turn {turn}: " + "words " * 60})
+        reply = claude.messages.create(model="m", max_tokens=20, messages=history, tools=tools)
+        history.append({"role": "assistant", "content": [b.model_dump() for b in reply.content]})
+    session = Session.objects.get()
+    assert session.history_tokens < small_profile.context_limit * small_profile.trigger_ratio
+    compaction = Compaction.objects.filter(session=session, status="succeeded").first()
+    assert compaction is not None
+    assert compaction.trigger == "auto"
+    last = upstream_anthropic.requests[-1].body
+    assert last["tools"] == tools  # forwarded as sent
+    assert len(last["messages"]) < len(history) - 1
+
+
 def test_rate_limit_passes_through_with_its_headers(
     claude: anthropic.Anthropic, upstream_anthropic: StreamingAnthropic
 ) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from sessions_app.importers.blocks import content_text
-from sessions_app.models import Message, Session
+from sessions_app.models import Compaction, CompactionProfile, Message, Session
 from sessions_app.services.importing.files import import_file
 from tests.support.asgi_server import AsgiServer
 from tests.support.fake_anthropic import Reply
@@ -56,7 +56,7 @@ def claude_code(proxy_server: AsgiServer, ctx_key: str, tmp_path: Path) -> Run:
 
     def run(prompt: str, *args: str, **variables: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [str(CLI), "-p", *args, prompt],
+            [str(CLI), "-p", *args, "--", prompt],
             env={**env, **variables},
             cwd=work,
             capture_output=True,
@@ -145,3 +145,51 @@ def test_claude_code_keeps_its_own_key_with_the_ctxweb_key_in_a_header(
     session = Session.objects.get()
     assert session.title == "Use my key"
     assert _texts(session, "assistant") == ["Own key answer."]
+
+
+def _read(tool_id: str, path: Path) -> Reply:
+    call = {"type": "tool_use", "id": tool_id, "name": "Read", "input": {"file_path": str(path)}}
+    return Reply.blocks([call], stop_reason="tool_use")
+
+
+def test_a_long_claude_code_run_is_compacted_under_it(
+    claude_code: Run, upstream_anthropic: StreamingAnthropic, tmp_path: Path
+) -> None:
+    CompactionProfile.objects.update(is_default=False)
+    CompactionProfile.objects.create(
+        name="claude-code-small",
+        is_default=True,
+        summarizer="extractive",
+        context_limit=30_000,
+        trigger_ratio=0.5,
+        keep_recent_messages=2,
+        tail_retention_ratio=0.1,
+        cooldown_seconds=0.0,
+    )
+    files = []
+    for n in range(6):
+        path = tmp_path / "project" / f"notes{n}.txt"
+        path.write_text(
+            "\n".join(f"note {n}.{line}: " + "lorem ipsum dolor " * 8 for line in range(60))
+        )
+        files.append(path)
+    upstream_anthropic.script(
+        *(_read(f"toolu_{n:02d}", f) for n, f in enumerate(files)), Reply.text("Done.")
+    )
+
+    done = claude_code("Read my notes", "--allowedTools", "Read")
+
+    assert (done.returncode, done.stdout.strip()) == (0, "Done."), done.stderr
+    session = Session.objects.get()
+    stored = list(Message.objects.filter(session=session).order_by("seq"))
+    assert "note 5.59: lorem" in json.dumps([m.content for m in stored])  # Claude Code read it
+    compactions = Compaction.objects.filter(session=session, status="succeeded")
+    assert compactions.exists()
+    assert {c.trigger for c in compactions} == {"auto"}  # the pre-call check, before a call
+    # Claude Code sent its whole history each time; upstream got the compacted context.
+    sent_by_client = len(stored) - 1  # all but the last answer
+    last = upstream_anthropic.requests[-1].body["messages"]
+    assert len(last) < sent_by_client
+    assert "summary" in json.dumps(last[0]).lower()
+    # The system prompt and tools counted with the messages kept the context under the window.
+    assert session.context_tokens + 9_000 < 30_000
