@@ -38,6 +38,7 @@ policies = st.builds(
     dialogue_rounds_keep_min=st.integers(0, 3),
     max_retries=st.just(0),
     min_recall=st.just(0.0),
+    reserved_tokens=st.sampled_from([0, 0, 40, 150]),
 )
 summaries = st.sampled_from(
     ["Goals and key decisions:\n- go on", "- short", "Files: src/app.py\nState: testing"]
@@ -165,9 +166,11 @@ def test_full_chain_invariants(messages, policy, summary, hard_factor):
 
 
 @CI
-@given(histories(), st.integers(60, 3000), st.integers(0, 6))
-def test_hard_truncate_always_fits_and_stays_valid(messages, limit, keep):
-    policy = Policy(context_limit=limit, trigger_ratio=0.5, keep_recent_messages=keep)
+@given(histories(), st.integers(60, 3000), st.integers(0, 6), st.sampled_from([0, 0, 25]))
+def test_hard_truncate_always_fits_and_stays_valid(messages, limit, keep, reserved):
+    policy = Policy(
+        context_limit=limit, trigger_ratio=0.5, keep_recent_messages=keep, reserved_tokens=reserved
+    )
     snapshot = copy.deepcopy(messages)
 
     result = hard_truncate(messages, policy)
