@@ -18,7 +18,7 @@ from tests.support.histories import synthetic_history
 
 from .integrity import session_problems
 
-__all__ = ["job_report", "seed_jobs", "seed_user", "sessions_report"]
+__all__ = ["job_report", "seed_jobs", "seed_user", "session_family", "sessions_report"]
 
 
 def seed_user(username: str = "loadtest") -> dict[str, Any]:
@@ -83,6 +83,18 @@ def sessions_report(expected_messages: int | None = None) -> dict[str, list[str]
         str(session.pk): session_problems(session, expected_messages=expected_messages)
         for session in Session.objects.all()
     }
+
+
+def session_family() -> list[dict[str, Any]]:
+    """Every session's title, its parent's title and the tool call that started it."""
+    return [
+        {
+            "title": session.title,
+            "parent": session.parent.title if session.parent else None,
+            "tool_use_id": session.parent_tool_use_id,
+        }
+        for session in Session.objects.select_related("parent").order_by("created_at")
+    ]
 
 
 def pending_jobs() -> int:

@@ -1,15 +1,10 @@
-"""The Claude Code CLI itself through the proxy: the real client, offline.
-
-`make test` installs the CLI from npm's registry (the Makefile's `claude-code` target) into
-.venv. It runs with a throwaway HOME, talks only to the proxy on 127.0.0.1, which forwards
-to the fake Anthropic API, and writes its own transcript under HOME/.claude/projects.
-Skipped where the CLI is not installed, except under CI, where it must run.
-"""
+"""The Claude Code CLI itself through the proxy (uvicorn in this process, the test
+database): the real client, offline (tests/support/claude_code.py), against the fake
+Anthropic API. tests/deploy/test_claude_code_served.py runs it against gunicorn."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -21,13 +16,11 @@ from sessions_app.importers.blocks import content_text
 from sessions_app.models import Compaction, CompactionProfile, Message, Session
 from sessions_app.services.importing.files import import_file
 from tests.support.asgi_server import AsgiServer
+from tests.support.claude_code import require_cli, run_claude
 from tests.support.fake_anthropic import Reply
 from tests.support.fake_streaming import StreamingAnthropic
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-VERSION = "2.1.332"  # the Makefile's CLAUDE_CODE_VERSION
-CLI = Path(__file__).resolve().parents[3] / f".venv/claude-code-{VERSION}/node_modules/.bin/claude"
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -37,33 +30,11 @@ def claude_code(proxy_server: AsgiServer, ctx_key: str, tmp_path: Path) -> Run:
     """Runs `claude -p PROMPT [ARGS]` in a throwaway HOME, pointed at the proxy with a
     ctxweb key as its API key (keyword arguments add or replace environment variables);
     returns the finished process."""
-    if not CLI.exists():
-        message = f"{CLI} is not installed (make claude-code installs it)"
-        if os.environ.get("CI"):
-            pytest.fail(f"the Claude Code tests must run under CI: {message}")
-        pytest.skip(message)
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp_path),
-        "ANTHROPIC_BASE_URL": f"{proxy_server.url}/proxy/anthropic",
-        "ANTHROPIC_API_KEY": ctx_key,
-        "DISABLE_TELEMETRY": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
-    }
-    work = tmp_path / "project"
-    work.mkdir()
+    require_cli()
+    base_url = f"{proxy_server.url}/proxy/anthropic"
 
     def run(prompt: str, *args: str, **variables: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(CLI), "-p", *args, "--", prompt],
-            env={**env, **variables},
-            cwd=work,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        return run_claude(base_url, ctx_key, tmp_path, prompt, *args, **variables)
 
     return run
 
@@ -167,6 +138,7 @@ def test_a_long_claude_code_run_is_compacted_under_it(
         cooldown_seconds=0.0,
     )
     files = []
+    (tmp_path / "project").mkdir()
     for n in range(6):
         path = tmp_path / "project" / f"notes{n}.txt"
         path.write_text(

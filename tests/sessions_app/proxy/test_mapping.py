@@ -78,6 +78,53 @@ def test_claude_code_side_requests_do_not_make_sessions(
     assert len(upstream_anthropic.requests) == 4
 
 
+def test_a_claude_code_subagent_is_linked_to_the_conversation_that_started_it(
+    claude: anthropic.Anthropic, upstream_anthropic: StreamingAnthropic
+) -> None:
+    agent_call = {
+        "type": "tool_use",
+        "id": "toolu_agent",
+        "name": "Agent",
+        "input": {"description": "Find it", "prompt": "Find the failing test"},
+    }
+    upstream_anthropic.script(Reply.blocks([agent_call], stop_reason="tool_use"))
+    main: Any = [{"role": "user", "content": "Fix the failing test"}]
+    claude.messages.create(
+        model="m",
+        max_tokens=20,
+        system="You are Claude Code.",
+        tools=TOOLS,
+        messages=main,
+        metadata=CLAUDE_CODE,
+    )
+    # The subagent: the same Claude Code session id, its own system prompt and tools.
+    claude.messages.create(
+        model="m",
+        max_tokens=20,
+        system="You are a search agent.",
+        tools=[
+            *TOOLS,
+            {"name": "Grep", "description": "Search.", "input_schema": {"type": "object"}},
+        ],
+        messages=[{"role": "user", "content": "Find the failing test"}],
+        metadata=CLAUDE_CODE,
+    )
+    # The client compacting its own history: same system prompt and tools, a new history.
+    claude.messages.create(
+        model="m",
+        max_tokens=20,
+        system="You are Claude Code.",
+        tools=TOOLS,
+        messages=[{"role": "user", "content": "Summary of the work so far; go on"}],
+        metadata=CLAUDE_CODE,
+    )
+    parent, subagent, restarted = Session.objects.order_by("created_at")
+    assert (subagent.parent, subagent.parent_tool_use_id) == (parent, "toolu_agent")
+    assert subagent.title == "Find the failing test"
+    assert parent.parent is None
+    assert restarted.parent is None
+
+
 @pytest.fixture
 def observing_profile(transactional_db: Any) -> CompactionProfile:
     """The default profile, in observe mode, with a window small enough to be over."""
