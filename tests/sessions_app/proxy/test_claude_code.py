@@ -165,3 +165,20 @@ def test_a_long_claude_code_run_is_compacted_under_it(
     assert "summary" in json.dumps(last[0]).lower()
     # The system prompt and tools counted with the messages kept the context under the window.
     assert session.context_tokens + 9_000 < 30_000
+
+
+def test_claude_code_retries_a_rate_limit_through_the_proxy_and_stores_once(
+    claude_code: Run, upstream_anthropic: StreamingAnthropic
+) -> None:
+    upstream_anthropic.script(
+        Reply.rate_limited(retry_after="0"), Reply.server_error(), Reply.text("After retries.")
+    )
+
+    done = claude_code("Try until it works")
+
+    assert (done.returncode, done.stdout.strip()) == (0, "After retries."), done.stderr
+    assert len(upstream_anthropic.requests) == 3  # the 429 and the 500 reached Claude Code
+    session = Session.objects.get()
+    assert _texts(session, "assistant") == ["After retries."]
+    assert [t for t in _texts(session, "user") if "Try until it works" in t]
+    assert session.message_count == 3  # the prompt, Claude Code's system message, the answer
