@@ -43,7 +43,7 @@ from .overhead import (
 from .policies import policy_for, profile_for
 from .proxy_context import split_context
 from .proxy_map import Incoming, PrefixMap
-from .proxy_subagents import spawner_of
+from .proxy_origin import origin_of
 from .sessions import (
     UNREAD,
     append_locked,
@@ -123,7 +123,7 @@ def _plan(
     if session_id is None:
         if _side_request(owner, request):
             return None
-        session_id = _started(owner, request, overhead).pk
+        session_id = _started(owner, request).pk
     with transaction.atomic():
         locked = _locked(session_id)
         if locked is None:
@@ -341,19 +341,20 @@ def _matching(
     return None
 
 
-def _started(owner: User, request: ProxyRequest, overhead: str) -> Session:
+def _started(owner: User, request: ProxyRequest) -> Session:
     """A new proxied session, titled from the conversation's first user message; a Claude
-    Code subagent's is linked to the conversation that started it."""
-    spawner = spawner_of(owner, request.key, request.tools, overhead, request.title[:300])
+    Code subagent's is linked to the conversation that started it (services/proxy_origin.py)."""
+    title = request.title[:300]
+    origin = origin_of(owner, request.key, request.tools, request.system, title)
     session = create_session(
         owner,
-        title=request.title[:300],
+        title=origin.title(title)[:300],
         source_format=request.provider,
         model=request.model[:128],
         external_id=request.external_id[:200],
         metadata={"proxy": request.provider},
-        parent=spawner.session if spawner else None,
-        parent_tool_use_id=spawner.tool_use_id[:200] if spawner else "",
+        parent=origin.parent,
+        parent_tool_use_id=origin.tool_use_id[:200],
     )
     state = _state_of(session, request.provider)
     Session.objects.filter(pk=session.pk).update(proxy_key=request.key[:200], proxy_state=state)

@@ -182,3 +182,29 @@ def test_claude_code_retries_a_rate_limit_through_the_proxy_and_stores_once(
     assert _texts(session, "assistant") == ["After retries."]
     assert [t for t in _texts(session, "user") if "Try until it works" in t]
     assert session.message_count == 3  # the prompt, Claude Code's system message, the answer
+
+
+def test_after_claude_code_compacts_itself_a_continued_session_starts(
+    claude_code: Run, upstream_anthropic: StreamingAnthropic
+) -> None:
+    upstream_anthropic.script(
+        Reply.text("First answer."),
+        Reply.text("<summary>We said hello.</summary>"),  # Claude Code's /compact request
+        Reply.text("After compacting."),
+    )
+    assert claude_code("Say hello").returncode == 0
+    first = Session.objects.get()
+    stored = [m.content for m in Message.objects.filter(session=first).order_by("seq")]
+
+    assert claude_code("/compact", "--continue").returncode == 0
+    done = claude_code("Go on", "--continue")
+
+    assert (done.returncode, done.stdout.strip()) == (0, "After compacting."), done.stderr
+    earlier, continued = Session.objects.order_by("created_at")
+    assert earlier.pk == first.pk
+    kept = [m.content for m in Message.objects.filter(session=first).order_by("seq")]
+    assert kept[: len(stored)] == stored  # the old history is never rewritten
+    assert continued.title == "Say hello (continued)"
+    assert continued.parent is None
+    assert continued.external_id == first.external_id  # the same Claude Code session
+    assert _texts(continued, "assistant") == ["After compacting."]

@@ -78,7 +78,7 @@ def test_claude_code_side_requests_do_not_make_sessions(
     assert len(upstream_anthropic.requests) == 4
 
 
-def test_a_claude_code_subagent_is_linked_to_the_conversation_that_started_it(
+def test_a_claude_code_subagent_is_linked_and_a_compacted_conversation_continues(
     claude: anthropic.Anthropic, upstream_anthropic: StreamingAnthropic
 ) -> None:
     agent_call = {
@@ -123,6 +123,7 @@ def test_a_claude_code_subagent_is_linked_to_the_conversation_that_started_it(
     assert subagent.title == "Find the failing test"
     assert parent.parent is None
     assert restarted.parent is None
+    assert restarted.title == "Fix the failing test (continued)"  # the same work, going on
 
 
 @pytest.fixture
