@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from compaction import Policy, hard_truncate
+from compaction import Policy, PolicyError, hard_truncate
 
 from ..models import Compaction, CompactionJob, CompactionProfile, Session
 from .context import Format, check, context_payload
@@ -171,7 +171,15 @@ def _enforce_hard_limit(
     if not policy.over_hard_limit(session.context_tokens):
         return None
     snapshot = take_snapshot(session)
-    result = hard_truncate([*snapshot.messages], policy)
+    try:
+        result = hard_truncate([*snapshot.messages], policy, token_counts=snapshot.token_counts)
+    except PolicyError as error:  # the reserved system prompt and tools alone leave no room
+        logger.warning(
+            "hard-limit truncation impossible: %s",
+            error,
+            extra={"session_id": str(session.pk), "trigger": "hard_limit", "outcome": "failed"},
+        )
+        return None
     if not result.truncated:
         return None
     meta = CommitMeta(

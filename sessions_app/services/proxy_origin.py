@@ -27,6 +27,8 @@ from .sessions import sessions_for
 
 __all__ = ["Origin", "origin_of"]
 
+#: How many of the session id's newest conversations are looked at.
+_RECENT_CONVERSATIONS: Final = 4
 #: How many of a conversation's newest assistant messages are searched for the Agent call.
 _RECENT_REPLIES: Final = 4
 #: What Claude Code writes in a subagent's system prompt (its billing header).
@@ -59,7 +61,7 @@ def origin_of(owner: User, key: str, tools: Any, system: Any, title: str) -> Ori
     earlier = list(
         sessions_for(owner)
         .filter(proxy_key=key[:200], parent__isnull=True, proxy_overhead__has_key="tools")
-        .order_by("-created_at")[:_RECENT_REPLIES]
+        .order_by("-created_at")[:_RECENT_CONVERSATIONS]
     )
     if not earlier:
         return Origin()
@@ -76,8 +78,8 @@ def origin_of(owner: User, key: str, tools: Any, system: Any, title: str) -> Ori
 def _agent_call(session: Session, title: str) -> str:
     """The id of the session's newest tool call whose `prompt` gives `title`, else ""."""
     replies = Message.objects.filter(session=session, role="assistant").order_by("-seq")
-    for reply in replies[:_RECENT_REPLIES]:
-        for block in reply.content if isinstance(reply.content, list) else ():
+    for content in replies.values_list("content", flat=True)[:_RECENT_REPLIES]:
+        for block in content if isinstance(content, list) else ():
             if _asks_for(block, title):
                 return str(block.get("id") or "")
     return ""

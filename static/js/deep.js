@@ -227,11 +227,18 @@
 
   // Drawn at the next frame; a timer stands in when no frame comes soon (a browser may hold
   // frames back under load), so a scroll is never left without its path.
+  var fallback = null;
+
+  function drawPath() {
+    window.clearTimeout(fallback);
+    if (scheduled) { updatePath(); }
+  }
+
   function schedule() {
     if (!scheduled) {
       scheduled = true;
-      window.requestAnimationFrame(function () { if (scheduled) { updatePath(); } });
-      window.setTimeout(function () { if (scheduled) { updatePath(); } }, 250);
+      window.requestAnimationFrame(drawPath);
+      fallback = window.setTimeout(drawPath, 250);
     }
   }
 

@@ -80,22 +80,6 @@ def test_below_the_threshold_returns_the_input_untouched():
     assert result.events == ()
 
 
-def test_reserved_tokens_bring_a_context_to_the_threshold():
-    # 1102 tokens of messages under a 1500-token threshold; a 600-token system prompt and
-    # tools sent beside them (docs/behaviour.md#reserved-tokens) put the call over it.
-    messages = history()
-    policy = POLICY.replace(context_limit=3000)
-    assert compact(messages, policy).reason == "below_threshold"
-
-    result = compact(messages, policy.replace(reserved_tokens=600))
-
-    assert result.compacted
-    assert result.stats.original_token_count == count_tokens(messages)  # the messages' own
-    assert not policy.replace(reserved_tokens=600).over_threshold(
-        result.stats.compacted_token_count
-    )
-
-
 def test_not_compacted_stats_are_all_zero_or_none():
     stats = compact(history(), POLICY.replace(context_limit=1_000_000)).stats
 

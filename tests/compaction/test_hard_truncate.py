@@ -103,21 +103,6 @@ def test_safety_factor_scales_the_limit():
     assert hard_limit_tokens(policy) == 1333
 
 
-def test_reserved_tokens_leave_room_under_the_limit():
-    messages = conversation(20)
-    policy = limit_policy(2000, safety_factor=1.5, reserved_tokens=300)
-
-    result = hard_truncate(messages, policy)
-
-    assert hard_limit_tokens(policy) == 1033
-    assert policy.scaled(count_tokens(result.messages) + 300) <= 2000
-    assert not policy.over_hard_limit(result.tokens_after)
-
-
-def test_reserved_tokens_over_the_limit_leave_no_room():
-    assert hard_limit_tokens(limit_policy(2000, reserved_tokens=5000)) == 0
-
-
 def test_never_splits_a_tool_pair():
     messages = [
         system("s"),

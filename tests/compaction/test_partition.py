@@ -7,7 +7,6 @@ import pytest
 from compaction import (
     InvalidMessagesError,
     Policy,
-    PolicyError,
     count_tokens,
     partition,
     should_compact,
@@ -444,22 +443,3 @@ def test_a_forced_compaction_of_a_small_session_summarizes_its_older_messages() 
     assert result.messages[-9:] == messages[-9:]
     assert result.messages[1]["content"][1] == {"type": "text", "text": messages[-10]["content"]}
     assert result.stats.compacted_message_count == len(messages) - 10  # the merged one too
-
-
-# --- reserved tokens (docs/behaviour.md#reserved-tokens) -------------------------------
-
-
-def test_reserved_tokens_count_with_the_messages_against_the_threshold():
-    messages = [user(words(50))]
-    tokens = count_tokens(messages)
-    at = policy(context_limit=tokens * 2, trigger_ratio=0.5)
-    assert should_compact(messages, at) is True
-    under = at.replace(context_limit=tokens * 4)
-    assert should_compact(messages, under) is False
-    assert should_compact(messages, under.replace(reserved_tokens=tokens)) is True
-    assert should_compact(messages, under.replace(reserved_tokens=tokens - 1)) is False
-
-
-def test_reserved_tokens_are_never_negative():
-    with pytest.raises(PolicyError, match="reserved_tokens"):
-        Policy(reserved_tokens=-1)

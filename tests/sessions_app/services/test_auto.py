@@ -116,6 +116,33 @@ def test_over_the_hard_limit_after_a_failed_summary_it_truncates(
     }
 
 
+def test_a_system_prompt_and_tools_over_the_hard_limit_leave_the_context_as_it_is(
+    make_session: Any,
+    make_profile: Any,
+    conversation: Any,
+    scripted: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A proxied session whose stored system prompt and tools alone pass the hard limit
+    # (docs/behaviour.md#reserved-tokens): nothing can be truncated to fit; no error.
+    scripted(default=SummaryError("timeout", "slow", retryable=False))
+    profile = make_profile(steps=["summary"], context_limit=2500, hard_limit=2400)
+    session = make_session(messages=conversation(12), profile=profile)
+    Session.objects.filter(pk=session.pk).update(
+        proxy_state={"system_tokens": 2000, "tools_tokens": 1000}
+    )
+    session.refresh_from_db()
+    before = runtime_messages(session)
+
+    with caplog.at_level(logging.WARNING, logger="sessions_app"):
+        payload = prepare_context(session)
+
+    assert runtime_messages(session) == before
+    assert not Compaction.objects.filter(session=session, trigger="hard_limit").exists()
+    assert payload.tokens == session.context_tokens + 3000
+    assert "hard-limit truncation impossible" in caplog.text
+
+
 def test_a_profile_change_applies_to_the_next_compaction(
     make_session: Any, profile: CompactionProfile, conversation: Any, scripted: Any
 ) -> None:
