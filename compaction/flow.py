@@ -54,7 +54,7 @@ logger = logging.getLogger("compaction")
 
 _TRANSACTION: Final = frozenset({"selective", "summary"})
 #: Reasons that end a run before it starts: no "compaction_done" event, no outcome record.
-_NOT_STARTED: Final = frozenset({"empty", "disabled", "below_threshold"})
+_NOT_STARTED: Final = frozenset({"empty", "disabled", "below_threshold", "reserved_over_threshold"})
 
 
 def compact_messages(  # noqa: PLR0913 (the documented keyword signature)
@@ -169,6 +169,8 @@ class _Flow:
             return "disabled"
         if not self.policy.over_threshold(original.tokens):
             return "below_threshold"
+        if self.policy.over_threshold(0):  # no compaction of the messages can help
+            return "reserved_over_threshold"
         return None
 
     def _started(self, original: ContextState) -> None:

@@ -40,7 +40,9 @@ FailureReason = Literal[
 #: Rollback reasons that count as a failed summary (they start `Compactor`'s cooldown).
 SUMMARY_FAILURES: Final = frozenset(get_args(FailureReason))
 #: Reasons for returning the input unchanged that are not failures.
-NOT_NEEDED: Final = frozenset({"empty", "disabled", "below_threshold", "nothing_to_compact"})
+NOT_NEEDED: Final = frozenset(
+    {"empty", "disabled", "below_threshold", "nothing_to_compact", "reserved_over_threshold"}
+)
 
 EventPhase = Literal[
     "compaction_start",

@@ -82,6 +82,8 @@ def prepare_context(session: Session, *, fmt: Format = "anthropic") -> PreparedC
         skipped = "disabled"
     elif not status.should_compact:
         skipped = "below_threshold"
+    elif policy.over_threshold(0):  # the engine's skip, without reading the context for it
+        skipped = "reserved_over_threshold"
     elif in_cooldown(session):
         skipped = "cooldown"
         logger.info(
@@ -125,7 +127,7 @@ def post_call_check(
     policy = policy_for(session, profile)
     if not policy.enabled or policy.scaled(total) < policy.threshold:
         return None
-    if in_cooldown(session):
+    if in_cooldown(session) or _window_too_small(session, policy):
         return None
     # The model's own count decides (docs/behaviour.md#post-call-check): it sees tool definitions
     # and overheads the stored messages do not, so the job compacts even if the stored count is
@@ -140,6 +142,20 @@ def post_call_check(
         extra={"session_id": str(session.pk), "trigger": "auto", "tokens": total},
     )
     return job
+
+
+def _window_too_small(session: Session, policy: Policy) -> bool:
+    """True (and logged) when the session's stored system prompt and tools alone reach the
+    threshold (docs/behaviour.md#reserved-tokens): a compaction could not bring a call
+    under it, and one would be queued after every call."""
+    if not policy.over_threshold(0):
+        return False
+    logger.warning(
+        "real usage over the threshold, but the system prompt and tools alone reach it: "
+        "no compaction queued (the profile's window is too small for them)",
+        extra={"session_id": str(session.pk), "trigger": "auto", "outcome": "skipped"},
+    )
+    return True
 
 
 def _compact_logged(session: Session, profile: CompactionProfile) -> CompactionOutcome | None:

@@ -96,12 +96,26 @@ def test_hard_truncation_refuses_when_they_alone_leave_no_room() -> None:
 
 
 def test_the_chain_survives_them_passing_the_hard_limit() -> None:
-    # The hard_truncate fallback cannot fit anything: the chain logs it and goes on.
+    # A forced run (a manual compaction): the hard_truncate fallback cannot fit anything;
+    # the chain logs it and keeps what the steps before it did.
     messages = history()
     policy = Policy(context_limit=2000, trigger_ratio=0.5, reserved_tokens=5000, min_recall=0)
     summarizer = ScriptedSummarizer(default="Goals:\n- fix the parser")
 
-    result = compact_messages(messages, policy, summarizer=summarizer)
+    result = compact_messages(messages, policy, summarizer=summarizer, force=True)
 
     assert result.compacted  # the summary still shrank the messages
     assert result.stats.compacted_token_count < count_tokens(messages)
+
+
+def test_an_unforced_run_skips_when_they_alone_reach_the_threshold() -> None:
+    # Compacting would not bring the call under the threshold, and would run on every call.
+    policy = Policy(context_limit=3000, trigger_ratio=0.5, reserved_tokens=1500, min_recall=0)
+    summarizer = ScriptedSummarizer(default="Goals:\n- fix the parser")
+
+    skipped = compact_messages(history(), policy, summarizer=summarizer)
+    forced = compact_messages(history(), policy, summarizer=summarizer, force=True)
+
+    assert (skipped.compacted, skipped.reason) == (False, "reserved_over_threshold")
+    assert skipped.events == ()
+    assert forced.compacted

@@ -200,6 +200,26 @@ def test_a_job_queued_by_real_usage_compacts_though_the_stored_count_is_lower(
     assert [m for m in runtime_messages(session) if is_summary_message(m)]
 
 
+def test_post_call_check_queues_nothing_when_the_system_prompt_and_tools_fill_the_window(
+    make_session: Any, profile: CompactionProfile, caplog: pytest.LogCaptureFixture
+) -> None:
+    session = make_session(messages=[user("hi")], context_limit=10_000, profile=profile)
+    Session.objects.filter(pk=session.pk).update(
+        proxy_state={"system_tokens": 2000, "tools_tokens": 8000}
+    )
+    session.refresh_from_db()
+    reply = assistant("x", usage={"input_tokens": 10_100, "output_tokens": 50})
+
+    with caplog.at_level(logging.WARNING, logger="sessions_app"):
+        assert post_call_check(session, [reply]) is None
+
+    assert CompactionJob.objects.count() == 0
+    assert "window is too small" in caplog.text
+    stored = Session.objects.get(pk=session.pk).last_usage
+    assert stored is not None
+    assert stored["total_tokens"] == 10_150  # still recorded
+
+
 def test_post_call_check_ignores_messages_without_usage(make_session: Any) -> None:
     session = make_session(messages=[user("hi")])
     assert post_call_check(session, [assistant("x")]) is None
@@ -231,3 +251,21 @@ def test_a_failure_is_counted_in_the_database_not_on_a_stale_copy(
     assert stale.compaction_failures == 3
     assert stale.cooldown_until is not None
     assert in_cooldown(session)
+
+
+def test_prepare_context_skips_when_the_system_prompt_and_tools_fill_the_window(
+    make_session: Any, make_profile: Any, conversation: Any, scripted: Any
+) -> None:
+    summarizer = scripted(default="summary")
+    profile = make_profile(context_limit=20_000, hard_limit=None)
+    session = make_session(messages=conversation(4), profile=profile)
+    Session.objects.filter(pk=session.pk).update(
+        proxy_state={"system_tokens": 9500, "tools_tokens": 9500}
+    )
+    session.refresh_from_db()
+
+    payload = prepare_context(session)
+
+    assert payload.skipped == "reserved_over_threshold"
+    assert payload.compaction is None
+    assert summarizer.requests == []
