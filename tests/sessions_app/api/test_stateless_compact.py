@@ -75,3 +75,27 @@ def test_nothing_to_compact(api_client: JsonClient) -> None:
     body = api_client.post("/api/compact", {"messages": [{"role": "user", "content": "hi"}]}).json()
     assert body["compacted"] is False
     assert body["messages"] == [{"role": "user", "content": "hi"}]
+
+
+def test_reserved_tokens_count_the_callers_system_prompt_and_tools(
+    api_client: JsonClient, conversation: Any, scripted: Any
+) -> None:
+    # Under the threshold alone; over it with 1,000 tokens of tools the caller sends beside.
+    scripted(default="Goals and key decisions:\n- stateless")
+    messages = conversation(6)[1:]
+    policy = {"context_limit": 4000, "trigger_ratio": 0.5, "keep_recent_messages": 2}
+    unforced = {"messages": messages, "force": False}  # the call forces by default
+    alone = api_client.post("/api/compact", {**unforced, "policy": policy}).json()
+    assert alone["reason"] == "below_threshold"
+
+    body = api_client.post(
+        "/api/compact", {**unforced, "policy": {**policy, "reserved_tokens": 1000}}
+    ).json()
+
+    assert body["compacted"] is True
+    assert body["tokens_after"] < alone["tokens_before"]
+    refused = api_client.post(
+        "/api/compact", {"messages": messages, "policy": {"reserved_tokens": -5}}
+    )
+    assert refused.status_code == 422
+    assert refused.json()["detail"][0]["path"] == "policy.reserved_tokens"
