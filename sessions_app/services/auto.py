@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from compaction import Policy, PolicyError, hard_truncate
+from compaction import Policy, PolicyError, TruncateResult, hard_truncate
 
 from ..models import Compaction, CompactionJob, CompactionProfile, Session
 from .context import Format, check, context_payload
@@ -198,7 +198,31 @@ def _enforce_hard_limit(
         return None
     if not result.truncated:
         return None
-    meta = CommitMeta(
+    meta = _truncation_meta(profile, policy, result)
+    try:
+        compaction = commit_context(snapshot, result.messages, meta)
+    except (ServiceError, OSError) as error:
+        logger.error(
+            "hard-limit truncation failed: %s",
+            error,
+            extra={"session_id": str(session.pk), "trigger": "hard_limit", "outcome": "failed"},
+        )
+        return None
+    logger.warning(
+        "context truncated to the hard limit: %d -> %d tokens",
+        result.tokens_before,
+        result.tokens_after,
+        extra={"session_id": str(session.pk), "trigger": "hard_limit", "outcome": "truncated"},
+    )
+    refresh_totals(session)
+    return compaction
+
+
+def _truncation_meta(
+    profile: CompactionProfile, policy: Policy, result: TruncateResult
+) -> CommitMeta:
+    """How a hard-limit truncation is recorded (its Compaction row)."""
+    return CommitMeta(
         trigger=Compaction.Trigger.HARD_LIMIT,
         strategy=f"{profile.name}: hard_truncate",
         encoding=policy.encoding,
@@ -217,23 +241,6 @@ def _enforce_hard_limit(
             "detail": dict(result.detail),
         },
     )
-    try:
-        compaction = commit_context(snapshot, result.messages, meta)
-    except (ServiceError, OSError) as error:
-        logger.error(
-            "hard-limit truncation failed: %s",
-            error,
-            extra={"session_id": str(session.pk), "trigger": "hard_limit", "outcome": "failed"},
-        )
-        return None
-    logger.warning(
-        "context truncated to the hard limit: %d -> %d tokens",
-        result.tokens_before,
-        result.tokens_after,
-        extra={"session_id": str(session.pk), "trigger": "hard_limit", "outcome": "truncated"},
-    )
-    refresh_totals(session)
-    return compaction
 
 
 def _summary_of(compaction: Compaction | None) -> StoredCompaction | None:
