@@ -16,6 +16,7 @@ from sessions_app.models import Compaction, Session
 from sessions_app.selectors.compactions import newest_compaction_number, session_compactions
 from sessions_app.selectors.history import first_seq_after, message_tokens
 from sessions_app.services.offloading import OFFLOAD_STRATEGY
+from sessions_app.services.overhead import session_overhead
 
 from .caching import session_cached
 from .limits import Limits
@@ -86,6 +87,8 @@ class TimelineChart:
     message_count: int
     #: The threshold over time: one stretch per threshold in force (thresholds.py).
     thresholds: list[ThresholdSegment] = dataclasses.field(default_factory=list)
+    #: Tokens of the system prompt and tools counted in both lines (a proxied session's).
+    reserved: int = 0
 
     @property
     def threshold_steps(self) -> list[tuple[float, float, float]]:
@@ -152,11 +155,13 @@ def _drop_positions(
 
 
 def _series(
-    tokens: list[int], drops: list[tuple[int, Compaction]]
+    tokens: list[int], drops: list[tuple[int, Compaction]], reserved: int = 0
 ) -> tuple[list[_Point], list[tuple[_Point, _Point, Compaction]]]:
-    """Points of both lines in order (thinned), and the before/after points of each drop."""
+    """Points of both lines in order (thinned), and the before/after points of each drop.
+    `reserved`: tokens sent beside the messages on every call (a proxied session's system
+    prompt and tools), added to both lines as the threshold counts them."""
     count = len(tokens)
-    full = [0, *accumulate(tokens)]
+    full = list(accumulate(tokens, initial=reserved))
     at_position: dict[int, list[Compaction]] = {}
     for position, compaction in drops:
         at_position.setdefault(min(position, count), []).append(compaction)
@@ -173,7 +178,7 @@ def _series(
         for compaction in here:
             before = _Point(index, full[index], full[index] - saved)
             if compaction.status == Compaction.Status.SUCCEEDED:
-                saved += max(0, before.runtime - int(compaction.tokens_after))
+                saved += max(0, before.runtime - reserved - int(compaction.tokens_after))
             after = _Point(index, full[index], full[index] - saved)
             points += [before, after]
             events.append((before, after, compaction))
@@ -238,7 +243,8 @@ class _Scale:
 def _build(session: Session, limits: Limits) -> TimelineChart:
     rows = message_tokens(session)
     compactions = session_compactions(session)  # failed ones are marked, without a drop
-    points, events = _series([r[1] for r in rows], _drop_positions(session, compactions))
+    reserved = session_overhead(session).total
+    points, events = _series([r[1] for r in rows], _drop_positions(session, compactions), reserved)
     n = max(1, len(rows))
     runtime_max = max((p.runtime for p in points), default=0)
     full_max = points[-1].full if points else 0
@@ -270,7 +276,8 @@ def _build(session: Session, limits: Limits) -> TimelineChart:
         ],
         markers=_stagger_labels([_marker(scale, *event) for event in events]),
         full_total=full_max,
-        runtime_total=int(session.context_tokens),
+        runtime_total=int(session.context_tokens) + reserved,
+        reserved=reserved,
         full_off_scale=full_max > scale.y_max,
         message_count=len(rows),
         thresholds=threshold_segments(

@@ -154,6 +154,15 @@ def test_runtime_line_drops_at_each_compaction() -> None:
     assert points[-1].runtime == 25
 
 
+def test_reserved_tokens_raise_both_lines_as_the_threshold_counts_them() -> None:
+    # A proxied session: 50 tokens of system prompt and tools go with every call.
+    points, events = _series([10] * 10, [(4, compaction(1, 15))], reserved=50)
+    assert (points[0].full, points[0].runtime) == (50, 50)
+    before, after, _ = events[0]
+    assert (before.runtime, after.runtime) == (90, 65)  # the messages' 40 became 15
+    assert (points[-1].full, points[-1].runtime) == (150, 125)
+
+
 @pytest.mark.django_db
 def test_timeline_marks_every_compaction(ui_session: UiSession) -> None:
     session = ui_session.session

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from django.db.models import F
 from django.test import Client
 from django.urls import reverse
 
@@ -241,6 +242,22 @@ def test_reported_usage_beside_ctxwebs_count(logged_in: Client, user: Any) -> No
     assert 'class="tok mono"' in html
     assert 'data-gauge-source="ctxweb"' in html
     assert 'data-reported-total="3152"' in html
+
+
+def test_a_proxied_sessions_timeline_counts_its_system_prompt_and_tools(
+    logged_in: Client, user: Any
+) -> None:
+    session = create_session(user, title="Proxied", messages=[say("Hi"), assistant("Yo")])
+    plain = logged_in.get(reverse("ui:session", args=[session.pk])).content.decode()
+    assert "data-chart-reserved" not in plain
+    Session.objects.filter(pk=session.pk).update(
+        proxy_state={"system_tokens": 1200, "tools_tokens": 3400}, version=F("version") + 1
+    )
+
+    html = logged_in.get(reverse("ui:session", args=[session.pk])).content.decode()
+
+    assert 'data-chart-reserved="4600"' in html
+    assert f"runtime {session.context_tokens + 4600} tokens" in html  # the chart's name
 
 
 def test_without_reported_usage_the_gauge_says_so(logged_in: Client, user: Any) -> None:
