@@ -7,7 +7,8 @@ Claude Code sends its session id with every request (`metadata.user_id`: the key
   of its own under that conversation (`parent`, `parent_tool_use_id`), as the importer
   links a transcript's subagents. When the call is not stored yet (Claude Code starts a
   tool as soon as the call is complete, before the answer ends), Claude Code's own mark in
-  its system prompt says so, and the newest conversation of the session id is the parent;
+  its system prompt says so, the newest conversation of the session id is the parent, and
+  the call's id is filled in once the answer holding it is stored (`link_agent_calls`);
 - else the same work going on after the client compacted its own history (`/compact`):
   a new session, titled after the one it continues.
 """
@@ -25,7 +26,7 @@ from ..importers.blocks import prompt_text, short_title
 from ..models import Message, Session
 from .sessions import sessions_for
 
-__all__ = ["Origin", "origin_of"]
+__all__ = ["Origin", "link_agent_calls", "origin_of"]
 
 #: How many of the session id's newest conversations are looked at.
 _RECENT_CONVERSATIONS: Final = 4
@@ -85,9 +86,33 @@ def _agent_call(session: Session, title: str) -> str:
     return ""
 
 
-def _asks_for(block: Any, title: str) -> bool:
+def _asks_for(block: Any, title: str | None) -> bool:
+    """True when `block` is a tool call with a string `prompt` (giving `title`, if given)."""
     if not isinstance(block, Mapping) or block.get("type") != "tool_use":
         return False
     arguments = block.get("input")
     prompt = arguments.get("prompt") if isinstance(arguments, Mapping) else None
-    return isinstance(prompt, str) and short_title(prompt_text(prompt)) == title
+    if not isinstance(prompt, str):
+        return False
+    return title is None or short_title(prompt_text(prompt)) == title
+
+
+def link_agent_calls(session: Session, content: Any) -> int:
+    """Give the subagents of `session` still without their call the id of the call in
+    `content` (an answer just stored) whose `prompt` opens them; how many were linked.
+    Claude Code may start a subagent before the answer asking for it is stored."""
+    blocks = content if isinstance(content, list) else []
+    calls = {
+        short_title(prompt_text(block["input"]["prompt"])): str(block.get("id") or "")
+        for block in blocks
+        if _asks_for(block, None)
+    }
+    linked = 0
+    if not calls:
+        return linked
+    waiting = Session.objects.filter(parent=session, parent_tool_use_id="").only("pk", "title")
+    for child in waiting:
+        call = calls.get(child.title)
+        if call:
+            linked += Session.objects.filter(pk=child.pk).update(parent_tool_use_id=call[:200])
+    return linked

@@ -43,7 +43,7 @@ from .overhead import (
 from .policies import policy_for, profile_for
 from .proxy_context import split_context
 from .proxy_map import Incoming, PrefixMap
-from .proxy_origin import origin_of
+from .proxy_origin import link_agent_calls, origin_of
 from .sessions import (
     UNREAD,
     append_locked,
@@ -209,6 +209,8 @@ def record_answer(
         Session.objects.filter(pk=locked.pk).update(**changes)
     if over:  # the post-call check queues the compaction (the usage is recorded already)
         post_call_check(locked, [dict(message)])
+    if answered:  # a subagent that started before this answer was stored gets its call
+        link_agent_calls(locked, message.get("content"))
     return True
 
 

@@ -126,6 +126,56 @@ def test_a_claude_code_subagent_is_linked_and_a_compacted_conversation_continues
     assert restarted.title == "Fix the failing test (continued)"  # the same work, going on
 
 
+def test_a_subagent_started_before_its_call_was_stored_gets_the_call_later(
+    claude: anthropic.Anthropic, upstream_anthropic: StreamingAnthropic
+) -> None:
+    main: Any = [{"role": "user", "content": "Fix the failing test"}]
+    first = claude.messages.create(
+        model="m",
+        max_tokens=20,
+        system="You are Claude Code.",
+        tools=TOOLS,
+        messages=main,
+        metadata=CLAUDE_CODE,
+    )
+    # Claude Code's mark says subagent; no stored call asks for it yet.
+    claude.messages.create(
+        model="m",
+        max_tokens=20,
+        tools=TOOLS,
+        metadata=CLAUDE_CODE,
+        system="x-anthropic-billing-header: cc_version=2.1.332; cc_is_subagent=true;",
+        messages=[{"role": "user", "content": "Find the failing test"}],
+    )
+    subagent = Session.objects.get(title="Find the failing test")
+    assert (subagent.parent_id, subagent.parent_tool_use_id) == (
+        Session.objects.get(title="Fix the failing test").pk,
+        "",
+    )
+    call = {
+        "type": "tool_use",
+        "id": "toolu_late",
+        "name": "Agent",
+        "input": {"description": "Find it", "prompt": "Find the failing test"},
+    }
+    upstream_anthropic.script(Reply.blocks([call], stop_reason="tool_use"))
+    history: Any = [
+        *main,
+        {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+        {"role": "user", "content": "Use an agent"},
+    ]
+    claude.messages.create(
+        model="m",
+        max_tokens=20,
+        system="You are Claude Code.",
+        tools=TOOLS,
+        messages=history,
+        metadata=CLAUDE_CODE,
+    )
+    subagent.refresh_from_db()
+    assert subagent.parent_tool_use_id == "toolu_late"
+
+
 @pytest.fixture
 def observing_profile(transactional_db: Any) -> CompactionProfile:
     """The default profile, in observe mode, with a window small enough to be over."""
