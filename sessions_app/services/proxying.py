@@ -123,7 +123,7 @@ def _plan(
     if session_id is None:
         if _side_request(owner, request):
             return None
-        session_id = _started(owner, request).pk
+        session_id = _started_once(owner, request, incoming, overhead)
     with transaction.atomic():
         locked = _locked(session_id)
         if locked is None:
@@ -341,6 +341,19 @@ def _matching(
         if prefix.continued_by(incoming) or _is_retry(state, prefix, incoming, overhead):
             return pk
     return None
+
+
+def _started_once(
+    owner: User, request: ProxyRequest, incoming: Incoming, overhead: str
+) -> uuid.UUID:
+    """A new session for the request, unless another request of the same conversation
+    started one meanwhile (a client sending the same first request twice at once): starts
+    are taken in turn per owner (the owner's row is locked; SQLite writes in turn anyway)
+    and the session looked for again, then made with its key in one transaction."""
+    with transaction.atomic():
+        list(User.objects.select_for_update().filter(pk=owner.pk).values_list("pk", flat=True))
+        found = _matching(owner, request, incoming, overhead)
+        return found if found is not None else _started(owner, request).pk
 
 
 def _started(owner: User, request: ProxyRequest) -> Session:
