@@ -252,13 +252,14 @@ def scripted_summaries(settings: Any) -> None:
 HTMX_BUSY = "document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling') !== null"
 
 
-def wait_for_htmx_idle(page: Any) -> None:
-    """Wait until htmx has no request in flight and nothing swapping or settling.
+def wait_for_htmx_idle(page: Any, timeout: float = 10_000) -> None:
+    """Wait (up to `timeout` ms) until htmx has no request in flight and nothing swapping or
+    settling.
 
     Not `wait_for_load_state("networkidle")`: that can return before Playwright has even seen
     a request the page just started, and it says nothing about swaps still settling.
     """
-    page.wait_for_function(f"() => !({HTMX_BUSY})")
+    page.wait_for_function(f"() => !({HTMX_BUSY})", timeout=timeout)
 
 
 def login(page: Any, base_url: str, username: str = "carol", password: str = PASSWORD) -> None:

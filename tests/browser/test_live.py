@@ -239,5 +239,7 @@ def test_a_marker_opened_before_htmx_processed_it_loads(
     page.locator(f"#compaction-{outer} > .marker-row button.expander:not([data-originals])").click()
 
     page.locator(f"#c{outer}-summary .summary-text").wait_for(timeout=3000)
-    wait_for_htmx_idle(page)
+    # Swaps from here on (a live poll's) settle at once; those begun settle their 5 s out.
+    page.evaluate("() => { htmx.config.defaultSettleDelay = 20; }")
+    wait_for_htmx_idle(page, timeout=20_000)
     assert watch.errors == []
