@@ -31,6 +31,10 @@ LAUNCH_ARGS = [
     "--disable-sync",
 ]
 PASSWORD = "browser-password-123"
+#: A browser test that fails is run once more before it counts as failed: chromium's timing
+#: on a loaded 2-core CI machine failed two different tests once each in a dozen full runs
+#: (a rerun shows as "R" and in the summary; a test failing twice still fails).
+BROWSER_RERUNS = 1
 ASYNC_UNSAFE = "DJANGO_ALLOW_ASYNC_UNSAFE"
 SCRIPTED_SUMMARY = "Browser summary: the CLI now uses the new parser; tests pass."
 
@@ -269,3 +273,10 @@ def login(page: Any, base_url: str, username: str = "carol", password: str = PAS
     page.fill("input[name=password]", password)
     page.click("button[type=submit]")
     page.wait_for_url(f"{base_url}/")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every browser test gets BROWSER_RERUNS (pytest-rerunfailures)."""
+    for item in items:
+        if item.path.is_relative_to(Path(__file__).parent):
+            item.add_marker(pytest.mark.flaky(reruns=BROWSER_RERUNS))
