@@ -38,7 +38,6 @@ from .overhead import (
     overhead_counts,
     overhead_digest,
     remembered_overhead_digest,
-    session_overhead,
 )
 from .policies import policy_for, profile_for
 from .proxy_context import split_context
@@ -236,9 +235,8 @@ def _profile_of(session: Session) -> CompactionProfile:
 
 def _over(session: Session, profile: CompactionProfile) -> bool:
     """The pre-call check (`services.context.check`) from the locked session's counts."""
-    tokens = session.context_tokens + session_overhead(session).total
-    policy = policy_for(session, profile)
-    return bool(policy.enabled and policy.scaled(tokens) >= policy.threshold)
+    policy = policy_for(session, profile)  # its reserved tokens: the session's overhead
+    return policy.enabled and policy.over_threshold(session.context_tokens)
 
 
 def _append_new(

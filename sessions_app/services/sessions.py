@@ -131,11 +131,13 @@ def append_messages(
         locked = Session.objects.select_for_update().get(pk=session.pk)
         if expected_version is not None and locked.version != expected_version:
             raise VersionConflict(expected_version, locked.version)
-        rows = append_locked(locked, items)
-        usage = reported_usage(items)
-        if usage is not None:  # with the reply, never apart from it (post_call_check)
-            Session.objects.filter(pk=locked.pk).update(last_usage=usage)
-            locked.last_usage = usage
+        rows = append_locked(locked, items, save=False)
+        if rows:  # the totals and the reply's usage in one write (post_call_check)
+            changes = appended_totals(locked)
+            usage = reported_usage(items)
+            if usage is not None:
+                locked.last_usage = changes["last_usage"] = usage
+            Session.objects.filter(pk=locked.pk).update(**changes)
     _copy_totals(locked, session)
     return rows
 
