@@ -25,26 +25,10 @@ from compaction.alternation import alternates
 from compaction.blobstore import LocalBlobStore
 from compaction.errors import BlobStoreError
 from compaction.messages import SUMMARY_KEY, SUMMARY_PREFIX, is_summary_message
-from tests.support.histories import assistant, exchange, system, user, words
+from tests.support.histories import assistant, system, user, words
+from tests.support.histories import coding_history as history
 
 SUMMARY = "Goals and key decisions:\n- fix the parser"
-
-
-def history() -> list[dict[str, object]]:
-    """System prompt + 12 messages of ~100 tokens each."""
-    return [
-        system("You are a coding agent."),
-        user("Fix the parser bug in src/parser.py " + words(90)),
-        *exchange("toolu_1", "Read", {"file_path": "src/parser.py"}, words(100, "beta")),
-        assistant(words(100, "gamma")),
-        user("Now run the tests " + words(90)),
-        *exchange("toolu_2", "Bash", {"command": "pytest"}, words(100, "delta")),
-        assistant(words(100, "epsilon")),
-        user("Thanks, one more thing " + words(90)),
-        assistant(words(100, "zeta")),
-        user("And the docs " + words(90)),
-        assistant(words(100, "eta")),
-    ]
 
 
 # Tail: the last 2 messages (budget 100 tokens is reached by the first scanned message,

@@ -31,15 +31,9 @@ from tests.support.histories import (
     user,
     words,
 )
+from tests.support.histories import qa_conversation as conversation
 
 hard_truncate_module = importlib.import_module("compaction.hard_truncate")
-
-
-def conversation(pairs: int, size: int = 50) -> list[dict[str, object]]:
-    messages: list[dict[str, object]] = [system("You are an agent.")]
-    for number in range(pairs):
-        messages += [user(f"q{number} " + words(size)), assistant(f"a{number} " + words(size))]
-    return messages
 
 
 def limit_policy(limit: int, **changes: object) -> Policy:

@@ -15,31 +15,9 @@ from compaction import (
     should_compact,
 )
 from compaction.hard_truncate import hard_limit_tokens
-from tests.support.histories import assistant, exchange, system, user, words
-
-
-def history() -> list[dict[str, object]]:
-    """A system prompt and 12 messages of ~100 tokens each."""
-    return [
-        system("You are a coding agent."),
-        user("Fix the parser bug in src/parser.py " + words(90)),
-        *exchange("toolu_1", "Read", {"file_path": "src/parser.py"}, words(100, "beta")),
-        assistant(words(100, "gamma")),
-        user("Now run the tests " + words(90)),
-        *exchange("toolu_2", "Bash", {"command": "pytest"}, words(100, "delta")),
-        assistant(words(100, "epsilon")),
-        user("Thanks, one more thing " + words(90)),
-        assistant(words(100, "zeta")),
-        user("And the docs " + words(90)),
-        assistant(words(100, "eta")),
-    ]
-
-
-def conversation(pairs: int) -> list[dict[str, object]]:
-    messages: list[dict[str, object]] = [system("You are a coding agent.")]
-    for number in range(pairs):
-        messages += [user(f"q{number} " + words(40)), assistant(f"a{number} " + words(40))]
-    return messages
+from tests.support.histories import coding_history as history
+from tests.support.histories import qa_conversation as conversation
+from tests.support.histories import user, words
 
 
 def test_they_count_with_the_messages_against_the_threshold() -> None:

@@ -1,7 +1,8 @@
 """Message builders and generated histories for tests and benchmarks.
 
 Builders (`user`, `assistant`, `tool_call`, `tool_results`, `exchange`) make valid
-Anthropic-style messages; `synthetic_history` makes a deterministic agent session of a given
+Anthropic-style messages; `coding_history` and `qa_conversation` are small fixed histories
+the engine's tests share; `synthetic_history` makes a deterministic agent session of a given
 size; `histories()` is a hypothesis strategy of VALID histories with tool calls, thinking,
 meta messages and earlier summaries, for property tests of any engine step.
 """
@@ -20,8 +21,10 @@ from compaction.messages import Message, make_summary_message
 __all__ = [
     "WORDS",
     "assistant",
+    "coding_history",
     "exchange",
     "histories",
+    "qa_conversation",
     "synthetic_history",
     "system",
     "tool_call",
@@ -94,6 +97,32 @@ def exchange(
 ) -> list[Message]:
     """A tool call and its result: two messages."""
     return [tool_call(tool_id, name, tool_input), tool_results((tool_id, result, is_error))]
+
+
+def coding_history() -> list[Message]:
+    """A system prompt and 12 messages of ~100 tokens each (1,102 tokens): two tool calls,
+    then a few plain rounds."""
+    return [
+        system("You are a coding agent."),
+        user("Fix the parser bug in src/parser.py " + words(90)),
+        *exchange("toolu_1", "Read", {"file_path": "src/parser.py"}, words(100, "beta")),
+        assistant(words(100, "gamma")),
+        user("Now run the tests " + words(90)),
+        *exchange("toolu_2", "Bash", {"command": "pytest"}, words(100, "delta")),
+        assistant(words(100, "epsilon")),
+        user("Thanks, one more thing " + words(90)),
+        assistant(words(100, "zeta")),
+        user("And the docs " + words(90)),
+        assistant(words(100, "eta")),
+    ]
+
+
+def qa_conversation(pairs: int, size: int = 50) -> list[Message]:
+    """A system prompt and `pairs` question/answer rounds of `size` words each."""
+    messages: list[Message] = [system("You are an agent.")]
+    for number in range(pairs):
+        messages += [user(f"q{number} " + words(size)), assistant(f"a{number} " + words(size))]
+    return messages
 
 
 def _words(rng: random.Random, count: int) -> str:

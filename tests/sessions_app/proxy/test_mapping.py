@@ -28,6 +28,35 @@ TOOLS: Any = [
 ]
 
 
+def _claude_code(
+    claude: anthropic.Anthropic,
+    messages: Any,
+    *,
+    system: str = "You are Claude Code.",
+    tools: Any = TOOLS,
+) -> Any:
+    """One request as Claude Code sends it (its session id in `metadata`)."""
+    return claude.messages.create(
+        model="m",
+        max_tokens=20,
+        system=system,
+        tools=tools,
+        messages=messages,
+        metadata=CLAUDE_CODE,
+    )
+
+
+def _agent_call(tool_id: str, prompt: str) -> Reply:
+    """An answer calling Claude Code's Agent tool with `prompt`."""
+    call = {
+        "type": "tool_use",
+        "id": tool_id,
+        "name": "Agent",
+        "input": {"description": "Find it", "prompt": prompt},
+    }
+    return Reply.blocks([call], stop_reason="tool_use")
+
+
 def test_retry_after_the_answer_was_stored_continues_the_session(
     claude: anthropic.Anthropic, upstream_anthropic: StreamingAnthropic
 ) -> None:
@@ -56,14 +85,7 @@ def test_claude_code_side_requests_do_not_make_sessions(
     claude: anthropic.Anthropic, upstream_anthropic: StreamingAnthropic
 ) -> None:
     main: Any = [{"role": "user", "content": "Fix the failing test"}]
-    claude.messages.create(
-        model="m",
-        max_tokens=20,
-        system="You are Claude Code.",
-        tools=TOOLS,
-        messages=main,
-        metadata=CLAUDE_CODE,
-    )
+    _claude_code(claude, main)
     for _ in range(3):  # title generation: another system prompt, no tools, same session id
         answer = claude.messages.create(
             model="m",
@@ -81,43 +103,18 @@ def test_claude_code_side_requests_do_not_make_sessions(
 def test_a_claude_code_subagent_is_linked_and_a_compacted_conversation_continues(
     claude: anthropic.Anthropic, upstream_anthropic: StreamingAnthropic
 ) -> None:
-    agent_call = {
-        "type": "tool_use",
-        "id": "toolu_agent",
-        "name": "Agent",
-        "input": {"description": "Find it", "prompt": "Find the failing test"},
-    }
-    upstream_anthropic.script(Reply.blocks([agent_call], stop_reason="tool_use"))
-    main: Any = [{"role": "user", "content": "Fix the failing test"}]
-    claude.messages.create(
-        model="m",
-        max_tokens=20,
-        system="You are Claude Code.",
-        tools=TOOLS,
-        messages=main,
-        metadata=CLAUDE_CODE,
-    )
+    upstream_anthropic.script(_agent_call("toolu_agent", "Find the failing test"))
+    _claude_code(claude, [{"role": "user", "content": "Fix the failing test"}])
     # The subagent: the same Claude Code session id, its own system prompt and tools.
-    claude.messages.create(
-        model="m",
-        max_tokens=20,
+    grep = {"name": "Grep", "description": "Search.", "input_schema": {"type": "object"}}
+    _claude_code(
+        claude,
+        [{"role": "user", "content": "Find the failing test"}],
         system="You are a search agent.",
-        tools=[
-            *TOOLS,
-            {"name": "Grep", "description": "Search.", "input_schema": {"type": "object"}},
-        ],
-        messages=[{"role": "user", "content": "Find the failing test"}],
-        metadata=CLAUDE_CODE,
+        tools=[*TOOLS, grep],
     )
     # The client compacting its own history: same system prompt and tools, a new history.
-    claude.messages.create(
-        model="m",
-        max_tokens=20,
-        system="You are Claude Code.",
-        tools=TOOLS,
-        messages=[{"role": "user", "content": "Summary of the work so far; go on"}],
-        metadata=CLAUDE_CODE,
-    )
+    _claude_code(claude, [{"role": "user", "content": "Summary of the work so far; go on"}])
     parent, subagent, restarted = Session.objects.order_by("created_at")
     assert (subagent.parent, subagent.parent_tool_use_id) == (parent, "toolu_agent")
     assert subagent.title == "Find the failing test"
@@ -130,48 +127,25 @@ def test_a_subagent_started_before_its_call_was_stored_gets_the_call_later(
     claude: anthropic.Anthropic, upstream_anthropic: StreamingAnthropic
 ) -> None:
     main: Any = [{"role": "user", "content": "Fix the failing test"}]
-    first = claude.messages.create(
-        model="m",
-        max_tokens=20,
-        system="You are Claude Code.",
-        tools=TOOLS,
-        messages=main,
-        metadata=CLAUDE_CODE,
-    )
+    first = _claude_code(claude, main)
     # Claude Code's mark says subagent; no stored call asks for it yet.
-    claude.messages.create(
-        model="m",
-        max_tokens=20,
-        tools=TOOLS,
-        metadata=CLAUDE_CODE,
+    _claude_code(
+        claude,
+        [{"role": "user", "content": "Find the failing test"}],
         system="x-anthropic-billing-header: cc_version=2.1.332; cc_is_subagent=true;",
-        messages=[{"role": "user", "content": "Find the failing test"}],
     )
     subagent = Session.objects.get(title="Find the failing test")
     assert (subagent.parent_id, subagent.parent_tool_use_id) == (
         Session.objects.get(title="Fix the failing test").pk,
         "",
     )
-    call = {
-        "type": "tool_use",
-        "id": "toolu_late",
-        "name": "Agent",
-        "input": {"description": "Find it", "prompt": "Find the failing test"},
-    }
-    upstream_anthropic.script(Reply.blocks([call], stop_reason="tool_use"))
+    upstream_anthropic.script(_agent_call("toolu_late", "Find the failing test"))
     history: Any = [
         *main,
         {"role": "assistant", "content": [b.model_dump() for b in first.content]},
         {"role": "user", "content": "Use an agent"},
     ]
-    claude.messages.create(
-        model="m",
-        max_tokens=20,
-        system="You are Claude Code.",
-        tools=TOOLS,
-        messages=history,
-        metadata=CLAUDE_CODE,
-    )
+    _claude_code(claude, history)
     subagent.refresh_from_db()
     assert subagent.parent_tool_use_id == "toolu_late"
 
