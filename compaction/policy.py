@@ -32,6 +32,8 @@ STEPS: Final[tuple[Step, ...]] = (
 #: The smallest summary_input_limit: room for the prompt and a useful part of transcript.
 MIN_SUMMARY_INPUT_LIMIT: Final = 2_000
 MAX_SUMMARY_INPUT_LIMIT: Final = 10_000_000
+#: The highest max_summary_calls a policy may set.
+MAX_SUMMARY_CALLS: Final = 10_000
 
 DEFAULT_FILE_VIEW_TOOLS: Final = (
     "Read",
@@ -77,6 +79,11 @@ class Policy:
     # Tokens one summarizer request may carry (prompt and transcript); a larger middle is
     # summarized in parts, then the part summaries are merged (a 128k-token model's share).
     summary_input_limit: int = 100_000
+    # Summarizer requests one compaction may make (parts, merges, the final request and the
+    # retention check's second request; an attempt's retries are not counted): a middle
+    # needing more is refused with `too_many_summary_calls` before any request is sent
+    # (docs/behaviour.md#summary-call-limit).
+    max_summary_calls: int = 32
     # Chain of steps compact_messages runs (see STEPS).
     steps: tuple[Step, ...] = ("selective", "summary", "smart_truncate", "hard_truncate")
     # Selective pruning and cooldown (docs/behaviour.md#selective-pruning, #cooldown).
@@ -228,6 +235,8 @@ _INT_BOUNDS: Final[dict[str, tuple[int, int]]] = {
     "offload_min_chars": (0, MAX_INT),
     # Room for the prompt (~600 tokens) and a useful part of transcript.
     "summary_input_limit": (MIN_SUMMARY_INPUT_LIMIT, MAX_SUMMARY_INPUT_LIMIT),
+    # At least one request (a middle that fits); at most a bound on the cost of a run.
+    "max_summary_calls": (1, MAX_SUMMARY_CALLS),
 }
 #: Number fields: (lowest, highest, whether the lowest itself is excluded).
 _FLOAT_BOUNDS: Final[dict[str, tuple[float, float, bool]]] = {

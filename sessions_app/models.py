@@ -74,6 +74,13 @@ class CompactionProfile(models.Model):
         help_text="Tokens one summary request may carry; a larger middle is summarized in "
         "parts, then the part summaries are merged.",
     )
+    max_summary_calls = models.PositiveIntegerField(
+        default=32,
+        validators=[MinValueValidator(1), MaxValueValidator(10_000)],
+        help_text="Summary requests one compaction may make (parts, merges, the retention "
+        "check's second request); a middle needing more is refused "
+        "(docs/behaviour.md#summary-call-limit).",
+    )
     steps = models.JSONField(default=list, blank=True)
     tool_blocks_keep_recent = models.PositiveIntegerField(default=5)
     tool_call_threshold = models.PositiveIntegerField(default=500)
@@ -115,6 +122,7 @@ class CompactionProfile(models.Model):
         "retry_backoff_seconds",
         "summary_timeout_seconds",
         "summary_input_limit",
+        "max_summary_calls",
         "steps",
         "tool_blocks_keep_recent",
         "tool_call_threshold",
