@@ -107,17 +107,22 @@ def watch_in_chunks(
 
 
 def _pieces(path: Path, folder: Path) -> list[tuple[Path, Path]]:
-    """(source, target) of the session file, then of each of its subagent files."""
+    """(source, target) of the session file, then of each of its subagent files (in
+    `<session>/subagents/` as Claude Code 2.x keeps them, or in `subagents/` beside it)."""
     pairs = [(path, folder / path.name)]
-    agents = path.with_suffix("") / "subagents"
-    if agents.is_dir():
-        target = folder / path.with_suffix("").name / "subagents"
+    for agents, target in (
+        (path.with_suffix("") / "subagents", folder / path.with_suffix("").name / "subagents"),
+        (path.parent / "subagents", folder / "subagents"),
+    ):
+        if not agents.is_dir():
+            continue
         target.mkdir(parents=True)
         for each in sorted(agents.glob("agent-*")):
             if each.name.endswith(".meta.json"):
                 shutil.copy(each, target / each.name)
             elif each.suffix == ".jsonl":
                 pairs.append((each, target / each.name))
+        break
     return pairs
 
 
