@@ -33,6 +33,7 @@ FailureReason = Literal[
     "timeout",
     "summarizer_error",
     "time_budget",  # Policy.summary_time_budget_seconds spent before a retry could start
+    "too_many_summary_calls",  # the middle needs more requests than Policy.max_summary_calls
     "refusal",
     "context_exceeded",
 ]

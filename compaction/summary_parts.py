@@ -9,15 +9,21 @@ together are still too large for one request, groups of them are merged first. T
 request merges everything into the one summary; it is returned with the text, so the
 retention check can ask it again. A `summary_chunk` event reports each request of a parted
 run (`chunk` of `chunks` at `level`), so a background job can show its progress.
+
+Every request counts against `Policy.max_summary_calls` (`SummaryCalls`, shared by a run's
+requests): a middle whose parts alone, with the final merge, need more is refused with
+`too_many_summary_calls` before any request is sent; a merge level that would pass the
+bound stops the run with the same reason (docs/behaviour.md#summary-call-limit).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from .chunking import Chunk, chunk_messages, cut_to_fit, fits, fits_costed, message_costs
+from .errors import SummaryError
 from .messages import Message, make_summary_message
 from .policy import Policy
 from .report import RunReport
@@ -25,7 +31,7 @@ from .summarizers.base import SummaryRequest
 from .summarizers.prompt import prompt_overhead_tokens
 from .tokens import text_counter
 
-__all__ = ["PartedSummary", "transcript_budget"]
+__all__ = ["PartedSummary", "SummaryCalls", "transcript_budget"]
 
 #: Tokens kept free under the limit besides the prompt: 1% for joins and rounding.
 _MARGIN_SHARE: Final = 0.01
@@ -38,14 +44,51 @@ def transcript_budget(request: SummaryRequest, limit: int, encoding: str | None)
     return max(1, limit - prompt_overhead_tokens(request, encoding) - margin)
 
 
+@dataclass
+class SummaryCalls:
+    """The summary requests of one run, at most `limit` (`Policy.max_summary_calls`); an
+    attempt's retries are one request."""
+
+    limit: int
+    made: int = field(default=0, init=False)
+
+    @property
+    def left(self) -> int:
+        """Requests the run may still make."""
+        return self.limit - self.made
+
+    def reserve(self, needed: int) -> None:
+        """Raise SummaryError `too_many_summary_calls` (not retryable) when `needed` more
+        requests would pass the limit."""
+        if needed > self.left:
+            raise SummaryError(
+                "too_many_summary_calls",
+                f"the middle needs {needed} more summary requests ({self.made} made), "
+                f"more than max_summary_calls = {self.limit} allows",
+                retryable=False,
+            )
+
+    def take(self) -> None:
+        """Count one request (`reserve` first)."""
+        self.reserve(1)
+        self.made += 1
+
+
 @dataclass(frozen=True)
 class PartedSummary:
-    """Summarizes a middle within the policy's `summary_input_limit` (module doc)."""
+    """Summarizes a middle within the policy's `summary_input_limit` and its
+    `max_summary_calls` (module doc)."""
 
     policy: Policy
     report: RunReport
-    summarize: Callable[[SummaryRequest], str]  # one request, with the engine's retries
+    summarize_request: Callable[[SummaryRequest], str]  # one request, with the retries
     summarizer: str
+    calls: SummaryCalls
+
+    def summarize(self, request: SummaryRequest) -> str:
+        """One request, counted against the run's `calls`."""
+        self.calls.take()
+        return self.summarize_request(request)
 
     @property
     def encoding(self) -> str:
@@ -66,6 +109,8 @@ class PartedSummary:
         if len(chunks) == 1 and not chunks[0].summary:  # one unit, cut to fit
             final = replace(request, messages=chunks[0].messages)
             return self.summarize(final), final
+        # Each part, then at least the final merge: refused before the first request.
+        self.calls.reserve(sum(1 for chunk in chunks if not chunk.summary) + 1)
         items = self._map(request, chunks)
         level = 2
         items = self._shrunk(items, budget // 2)

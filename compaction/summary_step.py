@@ -36,7 +36,7 @@ from .results import Partition
 from .retention import extract_identifiers, recall_around
 from .run_state import ContextState, StepFailure
 from .summarizers.base import Summarizer, SummaryRequest
-from .summary_parts import PartedSummary
+from .summary_parts import PartedSummary, SummaryCalls
 from .time_budget import TimeBudget
 from .tokens import message_token_counts
 
@@ -88,6 +88,11 @@ class SummaryStep:
     _spans: dict[int, tuple[Sequence[Message], int, int]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    #: The summary requests of the run so far, within `Policy.max_summary_calls`.
+    calls: SummaryCalls = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "calls", SummaryCalls(self.policy.max_summary_calls))
 
     @property
     def name(self) -> str:
@@ -96,7 +101,9 @@ class SummaryStep:
     @property
     def parted(self) -> PartedSummary:
         """Summaries within the policy's summary_input_limit, in parts when needed."""
-        return PartedSummary(self.policy, self.report, self.summarize_with_retries, self.name)
+        return PartedSummary(
+            self.policy, self.report, self.summarize_with_retries, self.name, self.calls
+        )
 
     def run(
         self, state: ContextState, snapshot: ContextState, sources: list[int] | None
@@ -305,10 +312,11 @@ class SummaryStep:
         if recall >= self.policy.min_recall or not missing:
             return first
         listed = self.parted.identifiers_that_fit(request, missing, counts)
-        if not listed:
+        if not listed or self.calls.left < 1:  # no second request past max_summary_calls
             return first
         retry = replace(request, required_identifiers=listed)
         try:
+            self.calls.take()
             second_text = self.summarize_once(retry)
         except SummaryError as error:
             logger.warning("retention retry failed: %s", error, extra=self.report.log_fields())

@@ -307,7 +307,8 @@ def test_a_parted_summary_from_cached_counts_encodes_no_stored_text():
     history = [_with_text(message, index) for index, message in enumerate(BIG)]
     counts = message_token_counts(history)
     stored = {piece for m in history for piece in _message_pieces(m, "m")[0] if len(piece) > 300}
-    policy = POLICY.replace(min_recall=1.0)
+    # About 105k tokens in parts of 4k: more requests than the default max_summary_calls.
+    policy = POLICY.replace(min_recall=1.0, max_summary_calls=64)
 
     with recording_encodes() as encoded:
         result = compact_messages(history, policy, force=True, token_counts=counts)
