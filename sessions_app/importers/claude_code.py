@@ -42,9 +42,12 @@ from .claude_code_thread import Thread
 from .source import Source, parse_json_line
 from .types import ImportedSession
 
-__all__ = ["find_subagent_files", "parse_claude_code"]
+__all__ = ["CONTINUES", "find_subagent_files", "parse_claude_code"]
 
 FORMAT: Final = "claude_code"
+#: Metadata of an inline subagent read from the middle of a growing file: the uuid (read
+#: before, so stored in a message of that subagent) its first line here hangs from.
+CONTINUES: Final = "continues_uuid"
 
 
 def parse_claude_code(source: Source, *, subagents: bool = True) -> ImportedSession:
@@ -121,8 +124,13 @@ class _FileImport:
         for thread in threads[1:]:
             child = thread.finish()
             child.title = short_title(thread.first_prompt, 200)
-            child.external_id = thread.agent_id
+            # Its identity, the same in every read of the file: the agent id (Claude Code
+            # 2.x) or the uuid of its first line (1.x writes none).
+            child.external_id = thread.agent_id or thread.root_uuid
             child.metadata["inline_sidechain"] = True
+            if thread.root_parent_uuid and not self.graph.knows(thread.root_parent_uuid):
+                # A part of a growing file (the watcher): it goes on from a line read before.
+                child.metadata[CONTINUES] = thread.root_parent_uuid
             _link_inline(child, thread, threads[0], session)
         return session
 

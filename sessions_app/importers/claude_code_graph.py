@@ -108,6 +108,10 @@ class Graph:
             self._latest[uuid] = len(self.nodes) - 1
         return node
 
+    def knows(self, uuid: str) -> bool:
+        """True when a line of this read has the uuid."""
+        return uuid in self._latest
+
     def _lookup(self, uuid: Any) -> int:
         return self._latest.get(uuid, -1) if isinstance(uuid, str) else -1
 

@@ -36,6 +36,9 @@ class Thread:
         self.first_prompt = ""
         self.model = ""
         self.agent_id = ""
+        #: The uuid of the thread's first line and the uuid that line hangs from.
+        self.root_uuid = ""
+        self.root_parent_uuid = ""
         self.spawned: dict[str, str] = {}
         self.spawn_prompts: dict[str, str] = {}
         self._reply: ImportedMessage | None = None
@@ -57,6 +60,10 @@ class Thread:
         node = self.graph.nodes[index]
         if node.agent_id and not self.agent_id:
             self.agent_id = node.agent_id
+        if not self.root_uuid and isinstance(record.get("uuid"), str):
+            self.root_uuid = record["uuid"]
+            parent = record.get("parentUuid")
+            self.root_parent_uuid = parent if isinstance(parent, str) else ""
         self._line_kept = index in self._preserved
         if node.kind == BOUNDARY:
             self._flush()

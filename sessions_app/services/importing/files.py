@@ -10,18 +10,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from django.contrib.auth.models import AbstractBaseUser
 
 from ...importers import ImportedSession, SkippedLine, TranscriptError, UnknownFormatError
+from ...importers.claude_code import CONTINUES
 from ...importers.parse import parse_source
 from ...importers.source import Progress, open_source
-from ...models import Session
+from ...models import Message, Session
 from ...unstorable import clean_text
 from ..errors import InvalidInput
 from .merge import MergeResult, merge_imported
 from .store import store_imported
+
+#: Newest messages of a stored subagent searched for the line a later part goes on from.
+LOOKBACK: Final = 200
 
 __all__ = [
     "ImportReport",
@@ -196,11 +200,7 @@ def merge_tree(session: Session, imported: ImportedSession, *, start_seq: int = 
 def _update_child(
     parent: Session, imported: ImportedSession, child: ImportedSession
 ) -> MergeResult:
-    stored = None
-    if child.external_id:
-        stored = Session.objects.filter(
-            parent=parent, external_id=clean_text(child.external_id)[:200]
-        ).first()
+    stored = _stored_child(parent, child)
     if stored is None:
         sessions = store_imported(parent.owner, child, parent=parent)
         return MergeResult(
@@ -214,6 +214,37 @@ def _update_child(
         stored.save(update_fields=["parent_tool_use_id"])
     own_file = bool(child.source_path) and child.source_path != imported.source_path
     return merge_tree(stored, child, start_seq=0 if own_file else _start_of(stored, child))
+
+
+def _stored_child(parent: Session, child: ImportedSession) -> Session | None:
+    """The stored subagent of `parent` that `child` is (maybe a later part of): the one
+    holding the line it goes on from, else the one with its id (agent id or first line's
+    uuid), else the one its Task call started."""
+    siblings = Session.objects.filter(parent=parent).order_by("created_at", "pk")
+    continues = child.metadata.pop(CONTINUES, None)
+    if isinstance(continues, str) and continues:
+        for sibling in siblings:
+            if _holds_line(sibling, continues):
+                return sibling
+    for field_name, value in (
+        ("external_id", child.external_id),
+        ("parent_tool_use_id", child.parent_tool_use_id),
+    ):
+        if value:
+            found = siblings.filter(**{field_name: clean_text(value)[:200]}).first()
+            if found is not None:
+                return found
+    return None
+
+
+def _holds_line(session: Session, uuid: str) -> bool:
+    """True when one of the newest messages of `session` was read from the line `uuid`."""
+    recent = Message.objects.filter(session=session).order_by("-seq")
+    for original_id, extra in recent.values_list("original_id", "extra")[:LOOKBACK]:
+        uuids = extra.get("import", {}).get("uuids", []) if isinstance(extra, dict) else []
+        if original_id == uuid or uuid in uuids:
+            return True
+    return False
 
 
 def _start_of(stored: Session, child: ImportedSession) -> int:
