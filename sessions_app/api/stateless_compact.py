@@ -80,11 +80,12 @@ def compact(request: HttpRequest, payload: StatelessCompactIn) -> dict[str, Any]
 
 
 def _policy(base: Policy, overrides: dict[str, Any] | None) -> Policy:
-    """`base` with the caller's overrides; a bad field is a 422 naming `policy.<field>`."""
+    """`base` with the caller's overrides; a bad field is a 422 naming `policy.<field>`,
+    and so is one that would make the compaction dearer than the profile (`_no_dearer`)."""
     if not overrides:
         return base
     try:
-        return Policy.from_dict({**base.to_dict(), **overrides})
+        chosen = Policy.from_dict({**base.to_dict(), **overrides})
     except PolicyError as error:
         raise InvalidInput.field(f"policy.{error.field}", str(error).split(": ", 1)[-1]) from None
     except (TypeError, ValueError, ArithmeticError) as error:
@@ -92,3 +93,22 @@ def _policy(base: Policy, overrides: dict[str, Any] | None) -> Policy:
         # name: blame the one override that was given, or the policy as a whole.
         field = f"policy.{next(iter(overrides))}" if len(overrides) == 1 else "policy"
         raise InvalidInput.field(field, str(error) or type(error).__name__) from None
+    _no_dearer(base, chosen)
+    return chosen
+
+
+def _no_dearer(base: Policy, chosen: Policy) -> None:
+    """A 422 when the overrides allow more paid summary requests than the profile: a lower
+    `summary_input_limit` (more, smaller parts) or a higher `max_summary_calls`
+    (docs/behaviour.md#summary-call-limit)."""
+    if chosen.summary_input_limit < base.summary_input_limit:
+        raise InvalidInput.field(
+            "policy.summary_input_limit",
+            f"may not be lower than the profile's {base.summary_input_limit}: smaller "
+            "requests mean more paid summary calls",
+        )
+    if chosen.max_summary_calls > base.max_summary_calls:
+        raise InvalidInput.field(
+            "policy.max_summary_calls",
+            f"may not be higher than the profile's {base.max_summary_calls}",
+        )
