@@ -278,6 +278,9 @@ CTXWEB_FAST_TOKEN_COUNTING = env_bool("CTXWEB_FAST_TOKEN_COUNTING", True)
 CTXWEB_SUMMARY_MODEL = os.environ.get("CTXWEB_SUMMARY_MODEL", "")
 ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
 ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")
+# Variables a summarizer configuration may name for its key besides CTXWEB_SUMMARY_KEY_*
+# (docs/deployment.md, "Secrets"); never the app's own (DJANGO_*, CTXWEB_*, DATABASE_URL).
+CTXWEB_SUMMARY_KEY_ENVS = env_list("CTXWEB_SUMMARY_KEY_ENVS", "ANTHROPIC_API_KEY,OPENAI_API_KEY")
 
 # The transparent proxy (sessions_app/proxy/, README "Point an agent at the proxy"): where it
 # forwards, and the server's provider keys used when a caller presents a ctxweb key instead.

@@ -12,9 +12,15 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html
 
-from .admin_forms import CompactionProfileForm, percent_text
+from .admin_forms import (
+    SUPERUSER_FIELDS,
+    CompactionProfileForm,
+    SummarizerConfigForm,
+    percent_text,
+)
 from .models import ApiKey, Compaction, CompactionJob, CompactionProfile, Session, SummarizerConfig
 from .services.archives import ArchiveUnavailable, read_archive
+from .summarizer_config import key_env_allowed
 
 
 @admin.register(CompactionProfile)
@@ -62,6 +68,7 @@ class CompactionProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                     "summary_model",
                     "summary_max_tokens",
                     "summary_input_limit",
+                    "max_summary_calls",
                     "max_retries",
                     "retry_backoff_seconds",
                     "summary_timeout_seconds",
@@ -109,8 +116,10 @@ class CompactionProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 @admin.register(SummarizerConfig)
 class SummarizerConfigAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """Named summarizers (docs/summarizers.md); SummarizerConfig.clean() refuses what cannot
-    work, each problem on its field."""
+    work, each problem on its field. The key's variable, the base URL and the class path
+    are a superuser's to set: read-only for other staff (docs/deployment.md, "Secrets")."""
 
+    form = SummarizerConfigForm
     list_display = ("name", "provider", "model", "base_url", "api_key_env", "used_by", "updated_at")
     list_filter = ("provider",)
     search_fields = ("name", "description", "model")
@@ -126,6 +135,11 @@ class SummarizerConfigAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "class_path",
     )
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        readonly = tuple(super().get_readonly_fields(request, obj))
+        superuser = getattr(request.user, "is_superuser", False)
+        return readonly if superuser else (*readonly, *SUPERUSER_FIELDS)
+
     @admin.display(description="Profiles")
     def used_by(self, obj: SummarizerConfig) -> str:
         return ", ".join(obj.profiles.values_list("name", flat=True)) or "-"
@@ -135,11 +149,13 @@ class SummarizerConfigAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     ) -> None:
         super().save_model(request, obj, form, change)
         # A warning, not a refusal: the workers that compact may have an environment of
-        # their own; each compaction reads the variable when it runs.
-        if obj.api_key_env and not os.environ.get(obj.api_key_env):
+        # their own; each compaction reads the variable when it runs. Only for a variable
+        # meant for summary keys (clean() refuses others): it tells nothing of the rest.
+        name = obj.api_key_env
+        if name and key_env_allowed(name) and not os.environ.get(name):
             self.message_user(
                 request,
-                f"{obj.api_key_env} is not set in this server's environment: compactions "
+                f"{name} is not set in this server's environment: compactions "
                 f"with {obj.name!r} fail until it is set where they run.",
                 level=messages.WARNING,
             )

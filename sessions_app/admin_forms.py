@@ -1,6 +1,7 @@
 """The compaction profile's admin form: ratios as percentages, steps from a list, units in
 every field's help text, and the engine Policy's own checks as field errors
-(docs/behaviour.md#profiles)."""
+(docs/behaviour.md#profiles); the summarizer configuration's form, whose fields a staff user
+who is not a superuser sees read-only (docs/deployment.md, "Secrets")."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import re
 from typing import Any, Final
 
 from django import forms
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
 from compaction import STEPS, Policy, PolicyError
 
-from .models import CompactionProfile
+from .models import CompactionProfile, SummarizerConfig
 
 #: Ratio fields (stored 0..1, edited as % of 0..100): whether 0 itself is refused.
 RATIO_FIELDS: Final[dict[str, bool]] = {
@@ -74,6 +75,9 @@ HELP_TEXTS: Final[dict[str, str]] = {
     "summary_model": "Model name for the built-in summarizer; empty: its default model.",
     "summary_input_limit": "Tokens one summary request may carry (prompt and transcript); a "
     "larger middle is summarized in parts that are then merged. 2,000 to 10,000,000.",
+    "max_summary_calls": "Requests: the most summary requests one compaction may make (each "
+    "part, each merge, the recall check's second request; an attempt's retries are not "
+    "counted); a middle needing more is refused (too_many_summary_calls). 1 to 10,000.",
     "max_retries": "Retries after a failed summary request (0 to 10).",
     "retry_backoff_seconds": "Seconds before the first retry, doubled for each next one "
     "(at most 60).",
@@ -260,3 +264,47 @@ class CompactionProfileForm(forms.ModelForm):  # type: ignore[type-arg]
                 continue
             if str(typed).strip() == percent_text(initial):
                 cleaned[name] = initial
+
+
+#: Summarizer configuration fields only a superuser may set: where the key is read from,
+#: where the request goes, what code runs (docs/deployment.md, "Secrets").
+SUPERUSER_FIELDS: Final = ("api_key_env", "base_url", "class_path")
+
+
+class SummarizerConfigForm(forms.ModelForm):  # type: ignore[type-arg]
+    """A summarizer configuration form; `SummarizerConfig.clean()`'s errors on fields it
+    does not show (read-only for staff) are shown above it, named, instead of failing."""
+
+    class Meta:
+        model = SummarizerConfig
+        fields = (
+            "name",
+            "description",
+            "provider",
+            "model",
+            "base_url",
+            "api_key_env",
+            "max_tokens",
+            "timeout_seconds",
+            "class_path",
+        )
+
+    def add_error(self, field: str | None, error: Any) -> None:
+        if field is None and isinstance(error, ValidationError) and hasattr(error, "error_dict"):
+            error = self._hidden_on_top(error.error_dict)
+        super().add_error(field, error)
+
+    def _hidden_on_top(self, errors: dict[str, list[ValidationError]]) -> ValidationError:
+        """`errors` with those on fields not in the form as top errors naming the field."""
+        kept: dict[str, list[Any]] = {}
+        on_top: list[Any] = list(errors.get(NON_FIELD_ERRORS, []))
+        for name, problems in errors.items():
+            if name == NON_FIELD_ERRORS:
+                continue
+            if name in self.fields:
+                kept[name] = list(problems)
+            else:
+                on_top += [f"{name}: {text}" for text in ValidationError(problems).messages]
+        if on_top:
+            kept[NON_FIELD_ERRORS] = on_top
+        return ValidationError(kept)

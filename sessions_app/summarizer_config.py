@@ -5,14 +5,21 @@ profiles. It stores the provider, the model, the base URL, the *name* of the env
 variable that holds the API key (never the key itself), max tokens and a timeout; a
 user-defined summarizer is a class named by its dotted path. `clean()` refuses a
 configuration that cannot work, each problem on its field. See docs/summarizers.md.
+
+The variable must be one meant for summary keys (`key_env_allowed`): its name starts with
+`CTXWEB_SUMMARY_KEY_`, or the operator lists it in `CTXWEB_SUMMARY_KEY_ENVS`; the app's own
+secrets never qualify. The rule is checked when the key is read, not only on save
+(docs/deployment.md, "Secrets").
 """
 
 from __future__ import annotations
 
 import inspect
+import re
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
@@ -20,9 +27,12 @@ from django.utils.module_loading import import_string
 
 __all__ = [
     "CONSTRUCTOR_KEYWORDS",
+    "KEY_ENV_RULE",
     "MAX_TIMEOUT_SECONDS",
+    "SUMMARY_KEY_PREFIX",
     "SummarizerConfig",
     "constructor_kwargs",
+    "key_env_allowed",
     "load_summarizer_class",
 ]
 
@@ -33,11 +43,46 @@ MAX_TIMEOUT_SECONDS: Final = 600.0
 #: No model writes a longer answer; a larger value is a typo.
 MAX_OUTPUT_TOKENS: Final = 1_000_000
 
+_ENV_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 _env_name = RegexValidator(
     r"^[A-Za-z_][A-Za-z0-9_]*\Z",
     "Enter the name of an environment variable (letters, digits and underscores, not "
     "starting with a digit), not the key itself.",
 )
+
+
+#: Every variable whose name starts with it may hold a summary key.
+SUMMARY_KEY_PREFIX: Final = "CTXWEB_SUMMARY_KEY_"
+#: The app's own settings: never a summary key, even when the operator lists one.
+_NEVER_PREFIXES: Final = ("DJANGO_", "CTXWEB_")
+_NEVER_NAMES: Final = frozenset({"DATABASE_URL"})
+#: The rule, as told on a refused save: the same whatever the environment holds.
+KEY_ENV_RULE: Final = (
+    f"Name a variable meant for summary keys: {SUMMARY_KEY_PREFIX}<NAME>, or one the "
+    "operator lists in CTXWEB_SUMMARY_KEY_ENVS (docs/summarizers.md#the-api-key)."
+)
+
+
+def key_env_allowed(name: str) -> bool:
+    """True when a configuration may read its key from the variable `name`.
+
+    `CTXWEB_SUMMARY_KEY_<NAME>`, or a name in settings.CTXWEB_SUMMARY_KEY_ENVS that is not
+    one of the app's own (DJANGO_*, other CTXWEB_*, DATABASE_URL). Whether the variable is
+    set plays no part.
+    """
+    if name.startswith(SUMMARY_KEY_PREFIX) and len(name) > len(SUMMARY_KEY_PREFIX):
+        return True
+    if name in _NEVER_NAMES or name.startswith(_NEVER_PREFIXES):
+        return False
+    return name in _listed_key_envs()
+
+
+def _listed_key_envs() -> frozenset[str]:
+    """settings.CTXWEB_SUMMARY_KEY_ENVS: a list of names, or one comma-separated string."""
+    listed: Any = getattr(settings, "CTXWEB_SUMMARY_KEY_ENVS", ())
+    if isinstance(listed, str):
+        listed = listed.split(",")
+    return frozenset(str(name).strip() for name in listed if str(name).strip())
 
 
 def load_summarizer_class(path: str) -> type[Any]:
@@ -151,6 +196,9 @@ class SummarizerConfig(models.Model):
         errors: dict[str, str] = {}
         if self.provider in self.MODEL_PROVIDERS and not self.model.strip():
             errors["model"] = f"The {self.provider} provider needs a model name."
+        name = self.api_key_env.strip()
+        if name and _ENV_NAME.match(name) and not key_env_allowed(name):
+            errors["api_key_env"] = KEY_ENV_RULE
         if self.base_url and not _is_http_url(self.base_url):
             errors["base_url"] = "Enter an http:// or https:// URL with a host."
         if self.timeout_seconds is not None and not self.timeout_seconds > 0:

@@ -25,7 +25,7 @@ from compaction import (
 )
 
 from ..models import CompactionProfile, Session, SummarizerConfig
-from ..summarizer_config import constructor_kwargs, load_summarizer_class
+from ..summarizer_config import constructor_kwargs, key_env_allowed, load_summarizer_class
 from .errors import InvalidInput, Unavailable, engine_error
 from .overhead import session_overhead
 
@@ -190,17 +190,27 @@ def _build(config: SummarizerConfig, values: dict[str, Any]) -> Summarizer:
 def _api_key(config: SummarizerConfig) -> str | None:
     """The key in the environment variable the configuration names, read now.
 
-    None when it names none (the provider's defaults apply); Unavailable when the variable
-    is unset or empty: never another key in its place.
+    None when it names none (the provider's defaults apply). Unavailable when the variable
+    is not one meant for summary keys (`key_env_allowed`: a row written before the rule or
+    around the admin must not hand out the app's secrets) or is unset or empty: the same
+    sentence either way, so it tells nothing about which variables exist; never another
+    key in its place.
     """
     name = config.api_key_env.strip()
     if not name:
         return None
-    key = os.environ.get(name, "")
+    key = os.environ.get(name, "") if key_env_allowed(name) else ""
     if not key:
+        logger.warning(
+            "summarizer configuration %r: no allowed summary key in %s",
+            config.name,
+            name,
+            extra={"summarizer_config": config.name, "allowed": key_env_allowed(name)},
+        )
         raise Unavailable(
-            f"summarizer configuration {config.name!r} reads its API key from the "
-            f"environment variable {name}, which is not set where this compaction runs"
+            f"summarizer configuration {config.name!r} cannot read its API key: {name} is "
+            "not an allowed summary key variable set where this compaction runs "
+            "(docs/summarizers.md#the-api-key)"
         )
     return key
 

@@ -173,7 +173,7 @@ def config_data(**changes: Any) -> dict[str, Any]:
         "provider": "openai",
         "model": "gpt-4o-mini",
         "base_url": "",
-        "api_key_env": "CTXWEB_TEST_OPENAI_KEY",
+        "api_key_env": "CTXWEB_SUMMARY_KEY_TEST_OPENAI",
         "max_tokens": "",
         "timeout_seconds": "",
         "class_path": "",
@@ -235,7 +235,7 @@ def test_the_admin_refuses_a_summarizer_config_that_cannot_work(
 def test_the_admin_saves_a_summarizer_config_that_can_work(
     admin_client: Client, changes: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("CTXWEB_TEST_OPENAI_KEY", "sk-test")
+    monkeypatch.setenv("CTXWEB_SUMMARY_KEY_TEST_OPENAI", "sk-test")
     response = admin_client.post(f"{CONFIGS}add/", config_data(**changes))
     assert response.status_code == 302, response.context["adminform"].form.errors
     config = SummarizerConfig.objects.get(name="fast")
@@ -245,11 +245,11 @@ def test_the_admin_saves_a_summarizer_config_that_can_work(
 def test_a_key_variable_unset_here_is_saved_with_a_warning(
     admin_client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("CTXWEB_TEST_OPENAI_KEY", raising=False)
+    monkeypatch.delenv("CTXWEB_SUMMARY_KEY_TEST_OPENAI", raising=False)
     response = admin_client.post(f"{CONFIGS}add/", config_data(), follow=True)
     html = response.content.decode()
-    assert "CTXWEB_TEST_OPENAI_KEY is not set in this server" in html
-    assert SummarizerConfig.objects.get(name="fast").api_key_env == "CTXWEB_TEST_OPENAI_KEY"
+    assert "CTXWEB_SUMMARY_KEY_TEST_OPENAI is not set in this server" in html
+    assert SummarizerConfig.objects.get(name="fast").api_key_env == "CTXWEB_SUMMARY_KEY_TEST_OPENAI"
     listing = admin_client.get(CONFIGS).content.decode()
     assert "gpt-4o-mini" in listing
 

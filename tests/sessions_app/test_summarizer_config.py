@@ -64,7 +64,7 @@ def test_base_urls_are_http_with_a_host(url: str, ok: bool) -> None:
     ("name", "ok"),
     [
         ("OPENAI_API_KEY", True),
-        ("_key2", True),
+        ("CTXWEB_SUMMARY_KEY_team2", True),
         ("sk-ant-api03-abc", False),
         ("2KEY", False),
         ("MY KEY", False),

@@ -192,13 +192,13 @@ def test_an_anthropic_config_reads_its_key_from_the_named_variable(
     settings: Any, make_profile: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings.ANTHROPIC_API_KEY = "sk-from-settings"
-    monkeypatch.setenv("TEAM_ANTHROPIC_KEY", "sk-from-env")
+    monkeypatch.setenv("CTXWEB_SUMMARY_KEY_TEAM", "sk-from-env")
     profile = configured(
         make_profile,
         provider="anthropic",
         model="claude-haiku",
         base_url="http://127.0.0.1:9/",
-        api_key_env="TEAM_ANTHROPIC_KEY",
+        api_key_env="CTXWEB_SUMMARY_KEY_TEAM",
         max_tokens=321,
         timeout_seconds=12.5,
     )
@@ -230,13 +230,13 @@ def test_an_openai_config_builds_the_openai_summarizer(
     make_profile: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-default-must-not-be-used")
-    monkeypatch.setenv("FAST_KEY", "sk-fast")
+    monkeypatch.setenv("CTXWEB_SUMMARY_KEY_FAST", "sk-fast")
     profile = configured(
         make_profile,
         provider="openai",
         model="gpt-4o-mini",
         base_url="http://127.0.0.1:9/v1",
-        api_key_env="FAST_KEY",
+        api_key_env="CTXWEB_SUMMARY_KEY_FAST",
     )
     summarizer = summarizer_for(profile)
     assert isinstance(summarizer, OpenAISummarizer)
@@ -251,23 +251,29 @@ def test_a_named_variable_unset_at_run_time_is_unavailable_naming_it(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-default-must-not-be-used")
     if value is None:
-        monkeypatch.delenv("FAST_KEY", raising=False)
+        monkeypatch.delenv("CTXWEB_SUMMARY_KEY_FAST", raising=False)
     else:
-        monkeypatch.setenv("FAST_KEY", value)
-    profile = configured(make_profile, provider="openai", model="m", api_key_env="FAST_KEY")
+        monkeypatch.setenv("CTXWEB_SUMMARY_KEY_FAST", value)
+    profile = configured(
+        make_profile, provider="openai", model="m", api_key_env="CTXWEB_SUMMARY_KEY_FAST"
+    )
     with pytest.raises(Unavailable) as info:
         summarizer_for(profile)
-    assert "FAST_KEY" in str(info.value)
+    assert "CTXWEB_SUMMARY_KEY_FAST" in str(info.value)
     assert "'fast'" in str(info.value)
 
 
 def test_a_custom_config_gets_the_keywords_its_class_accepts(
     make_profile: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("FAST_KEY", "k")
+    monkeypatch.setenv("CTXWEB_SUMMARY_KEY_FAST", "k")
     path = f"{__name__}.KeywordSummarizer"
     profile = configured(
-        make_profile, provider="custom", class_path=path, model="local", api_key_env="FAST_KEY"
+        make_profile,
+        provider="custom",
+        class_path=path,
+        model="local",
+        api_key_env="CTXWEB_SUMMARY_KEY_FAST",
     )
     summarizer = summarizer_for(profile)
     assert isinstance(summarizer, KeywordSummarizer)
@@ -313,10 +319,12 @@ def test_a_missing_key_stops_a_compaction_before_anything_is_written(
 ) -> None:
     from sessions_app.services.session_compaction import compact_session
 
-    monkeypatch.delenv("FAST_KEY", raising=False)
-    profile = configured(make_profile, provider="openai", model="m", api_key_env="FAST_KEY")
+    monkeypatch.delenv("CTXWEB_SUMMARY_KEY_FAST", raising=False)
+    profile = configured(
+        make_profile, provider="openai", model="m", api_key_env="CTXWEB_SUMMARY_KEY_FAST"
+    )
     session = make_session(messages=conversation(12), context_limit=3000, profile=profile)
-    with pytest.raises(Unavailable, match="FAST_KEY"):
+    with pytest.raises(Unavailable, match="CTXWEB_SUMMARY_KEY_FAST"):
         compact_session(session)
     assert session.compactions.count() == 0
 
@@ -332,7 +340,7 @@ def test_a_compaction_through_an_openai_config_and_the_real_sdk(
     from tests.support.fake_openai import ChatReply
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.setenv("CTXWEB_FAST_SUMMARY_KEY", "sk-fast-test")
+    monkeypatch.setenv("CTXWEB_SUMMARY_KEY_FAST", "sk-fast-test")
     fake_openai.script(
         ChatReply.error(429, "slow down", kind="rate_limit_error"),
         ChatReply.text("Goals and key decisions:\n- from gpt-4o-mini"),
@@ -342,7 +350,7 @@ def test_a_compaction_through_an_openai_config_and_the_real_sdk(
         provider="openai",
         model="gpt-4o-mini",
         base_url=fake_openai.base_url,
-        api_key_env="CTXWEB_FAST_SUMMARY_KEY",
+        api_key_env="CTXWEB_SUMMARY_KEY_FAST",
         max_tokens=600,
     )
     profile = make_profile(keep_recent_messages=4, steps=["summary"], summarizer_config=config)
