@@ -30,6 +30,7 @@ SCRIPTS = (
     "api",
     "appends",
     "import",
+    "rescan",
     "ui",
     "proxy",
     "load",

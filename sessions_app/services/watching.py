@@ -25,8 +25,9 @@ import hashlib
 import logging
 import os
 import re
+import stat
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
@@ -82,32 +83,85 @@ def default_roots() -> list[Path]:
 
 def transcript_paths(roots: Iterable[Path]) -> list[Path]:
     """Every `.jsonl` file under `roots` (a root may be a file), sessions before subagents."""
-    found: set[Path] = set()
-    for root in roots:
-        if root.is_file():
-            found.add(root.resolve())
-        elif root.is_dir():
-            found.update(_walk(root.resolve()))
-    return sorted(found, key=lambda p: (_AGENT_FILE.match(p.name) is not None, str(p)))
+    return list(_Walk().run(roots))
 
 
-def _walk(folder: Path) -> Iterator[Path]:
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return
-    for entry in entries:
+class _Walk:
+    """One walk of the watched folders: each regular `.jsonl` file and its `lstat`, sessions
+    before subagents, and the entries skipped with the reason (docs/behaviour.md, "Watching
+    local transcripts").
+
+    A root named on the command line is followed even when it is a symlink; inside the
+    folders no symlink is followed, to a file or to a folder: a watched folder holds what
+    the agents wrote there, and a link could lead out of it or round in a loop. An entry that
+    cannot be read (a loop, no permission, gone between listing and `stat`) or that is no
+    regular file (a fifo, a device) is skipped, never fatal to the walk."""
+
+    def __init__(self) -> None:
+        self.found: dict[Path, os.stat_result] = {}
+        self.skipped: dict[Path, str] = {}
+
+    def run(self, roots: Iterable[Path]) -> dict[Path, os.stat_result]:
+        for root in roots:
+            try:
+                info = root.stat()
+                resolved = root.resolve()
+            except (OSError, RuntimeError) as error:  # RuntimeError: a loop, older Pythons
+                self.skipped[root] = _reason(error)
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                self._folder(resolved)
+            elif stat.S_ISREG(info.st_mode):
+                self.found[resolved] = info
+            else:
+                self.skipped[root] = "not a regular file or folder"
+        order = sorted(self.found, key=lambda p: (_AGENT_FILE.match(p.name) is not None, str(p)))
+        return {path: self.found[path] for path in order}
+
+    def _folder(self, folder: Path) -> None:
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError as error:
+            self.skipped[folder] = _reason(error)
+            return
+        for entry in entries:
+            try:
+                self._entry(entry)
+            except OSError as error:  # vanished, unreadable, a loop: this entry only
+                self.skipped[Path(entry.path)] = _reason(error)
+
+    def _entry(self, entry: os.DirEntry[str]) -> None:
+        if entry.is_symlink():
+            if entry.name.endswith(".jsonl") or entry.is_dir():
+                self.skipped[Path(entry.path)] = "a symlink (not followed)"
+            return
         if entry.is_dir(follow_symlinks=False):
-            yield from _walk(Path(entry.path))
-        elif entry.name.endswith(".jsonl") and entry.is_file():
-            yield Path(entry.path)
+            self._folder(Path(entry.path))
+        elif entry.name.endswith(".jsonl"):
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(info.st_mode):
+                self.found[Path(entry.path)] = info
+            else:
+                self.skipped[Path(entry.path)] = "not a regular file"
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return str(error) or type(error).__name__
 
 
 class Watcher:
     """Scans `roots` for `owner`, skipping files unchanged (size, mtime) since its last scan.
 
+    An unchanged file costs one `stat` (its `lstat` while walking): a file this watcher read
+    before is skipped when its size and mtime are those it had then; on its first scan, a
+    file whose size is the offset its session was read to (`source_offset`, all the
+    owner's known files loaded by one query) is taken as unchanged without being opened.
     A session file of sidechain lines only is read again once it has been quiet (its mtime
-    at least `settle` seconds before `clock()`), and then stored.
+    at least `settle` seconds before `clock()`), and then stored. A file that could not be
+    read is tried again once it changes; each skipped entry is logged once.
     """
 
     def __init__(
@@ -124,35 +178,67 @@ class Watcher:
         self.clock = clock
         self._seen: dict[Path, tuple[int, int]] = {}
         self._waiting: dict[Path, tuple[int, int]] = {}
+        self._failed: dict[Path, tuple[int, int]] = {}
+        self._known: dict[str, int] | None = None
+        self._reported: set[tuple[Path, str]] = set()
 
     def scan(self) -> list[FileSync]:
         """One pass over every watched file; the files that changed something."""
+        walk = _Walk()
+        found = walk.run(self.roots)
+        self._report(walk.skipped)
+        if self._known is None:
+            self._known = _read_offsets(self.owner)
         changed: list[FileSync] = []
-        for path in transcript_paths(self.roots):
-            try:
-                stat = path.stat()
-            except OSError:
-                continue
-            signature = (stat.st_size, stat.st_mtime_ns)
-            if self._seen.get(path) == signature:
-                continue
-            settled = self.clock() - stat.st_mtime >= self.settle
-            if self._waiting.get(path) == signature and not settled:
-                continue  # only sidechain lines, unchanged, not quiet long enough yet
-            try:
-                result = sync_file(self.owner, path, settled=settled)
-            except Exception:  # one bad file must not stop the watcher
-                logger.exception("could not read transcript %s", path)
-                continue
-            if result.waiting:
-                self._waiting[path] = signature
-            else:
-                self._waiting.pop(path, None)
-            if result.done:
-                self._seen[path] = signature
-            if result.added or result.updated or result.compactions:
+        for path, info in found.items():
+            result = self._file(path, info)
+            if result is not None and (result.added or result.updated or result.compactions):
                 changed.append(result)
         return changed
+
+    def _file(self, path: Path, info: os.stat_result) -> FileSync | None:
+        signature = (info.st_size, info.st_mtime_ns)
+        if self._seen.get(path) == signature or self._failed.get(path) == signature:
+            return None
+        known = self._known.pop(str(path), None) if self._known is not None else None
+        if path not in self._seen and known == info.st_size:
+            self._seen[path] = signature  # read to its end before this watcher started
+            return None
+        settled = self.clock() - info.st_mtime >= self.settle
+        if self._waiting.get(path) == signature and not settled:
+            return None  # only sidechain lines, unchanged, not quiet long enough yet
+        try:
+            result = sync_file(self.owner, path, settled=settled)
+        except Exception:  # one bad file must not stop the watcher
+            logger.exception("could not read transcript %s (tried again once it changes)", path)
+            self._failed[path] = signature
+            return None
+        self._failed.pop(path, None)
+        if result.waiting:
+            self._waiting[path] = signature
+        else:
+            self._waiting.pop(path, None)
+        if result.done:
+            self._seen[path] = signature
+        return result
+
+    def _report(self, skipped: dict[Path, str]) -> None:
+        for path, reason in skipped.items():
+            if (path, reason) not in self._reported:
+                self._reported.add((path, reason))
+                logger.warning("watch_transcripts: skipped %s: %s", path, reason)
+
+
+def _read_offsets(owner: AbstractBaseUser) -> dict[str, int]:
+    """Each known transcript path of `owner` and the offset its session was read to."""
+    rows = (
+        Session.objects.filter(owner_id=owner.pk)
+        .exclude(source_path="")
+        .exclude(source_fingerprint="")
+        .order_by("-created_at")
+        .values_list("source_path", "source_offset")
+    )
+    return dict(rows)
 
 
 def sync_file(owner: AbstractBaseUser, path: Path, *, settled: bool = False) -> FileSync:
