@@ -13,6 +13,7 @@ import json
 from typing import Any, Literal
 
 from django.http import HttpRequest, HttpResponse
+from django.http.multipartparser import MultiPartParserError
 from ninja import Query, Router, Schema
 
 from ..importers import FORMATS
@@ -167,7 +168,16 @@ def _title(value: Any) -> str | None:
 def _import_input(request: HttpRequest) -> tuple[Any, str, dict[str, Any], str]:
     """(source, display name, other fields, field to blame) from a multipart or JSON body."""
     if request.content_type == "multipart/form-data":
-        upload = request.FILES.get("file")
+        try:
+            upload = request.FILES.get("file")
+        except MultiPartParserError as error:
+            # A malformed body, or a part whose headers pass Django's 1 KB: in practice
+            # a file name of a thousand characters or so.
+            raise _Unprocessable(
+                "file",
+                f"the upload cannot be read: {error} (a file name of about 1,000 bytes or "
+                "more is one cause)",
+            ) from None
         if upload is None:
             raise _Unprocessable("file", "upload the transcript in the `file` field")
         return upload, upload.name or "upload", dict(request.POST.items()), "file"

@@ -22,6 +22,8 @@ from compaction import (
     Policy,
     PolicyError,
     Summarizer,
+    UnknownEncodingError,
+    get_encoding,
 )
 
 from ..models import CompactionProfile, Session, SummarizerConfig
@@ -32,6 +34,7 @@ from .overhead import session_overhead
 __all__ = [
     "default_profile",
     "policy_for",
+    "profile_encoding",
     "profile_for",
     "summarizer_for",
     "summary_model",
@@ -86,6 +89,20 @@ def policy_for(session: Session | None, profile: CompactionProfile | None = None
         raise engine_error(error) from error
     reserved = session_overhead(session).total if session is not None else 0
     return policy.replace(reserved_tokens=reserved) if reserved else policy
+
+
+def profile_encoding(profile: CompactionProfile) -> str:
+    """The profile's token encoding, for counting outside a compaction.
+
+    An encoding the engine does not know (a row written around the admin's checks, which
+    refuse it) is an InvalidInput on the field `encoding`: a 422, never the engine's
+    UnknownEncodingError (a 500).
+    """
+    try:
+        get_encoding(profile.encoding)  # loaded once per process, then cached
+    except UnknownEncodingError as error:
+        raise InvalidInput.field("encoding", f"profile {profile.name!r}: {error}") from None
+    return profile.encoding
 
 
 def summary_model(profile: CompactionProfile) -> str:

@@ -28,7 +28,7 @@ from .entries import append_rows, entry_message, split_message
 from .errors import InvalidInput, VersionConflict
 from .errors import Problem as FieldProblem
 from .extras import extra_problems, message_time
-from .policies import profile_for
+from .policies import profile_encoding, profile_for
 from .usage import reported_usage
 
 __all__ = [
@@ -293,7 +293,7 @@ def _append_validated(
 ) -> list[Message]:
     """Write validated messages as Message and ContextEntry rows; `session` must be locked.
     Its totals are saved as a new version (`save=False`: only set, see `append_locked`)."""
-    encoding = (profile or profile_for(session)).encoding
+    encoding = profile_encoding(profile or profile_for(session))
     counts = message_token_counts(items, encoding)
     now = timezone.now()
     rows = []

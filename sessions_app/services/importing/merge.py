@@ -33,7 +33,7 @@ from ...importers.claude_code_records import latest_metadata
 from ...models import Compaction, ContextEntry, Message, Session
 from ..archives import ArchivedEntry
 from ..entries import append_rows
-from ..policies import default_profile
+from ..policies import default_profile, profile_encoding
 from ..writeback import next_number, refresh_session_totals
 from .archive import write_archive
 from .rows import Span, anchors, compaction_key, compaction_row, message_row, stamp_times
@@ -82,7 +82,7 @@ def merge_imported(
     `start_seq` when it was stored before; one transaction, the session locked."""
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
-        result = _Merger(locked, imported, default_profile().encoding).run(start_seq)
+        result = _Merger(locked, imported, profile_encoding(default_profile())).run(start_seq)
     session.refresh_from_db()
     return result
 

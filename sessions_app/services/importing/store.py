@@ -28,7 +28,7 @@ from ...importers.source import Progress, Source
 from ...models import Compaction, ContextEntry, Message, Session
 from ...storage import delete_stored_quietly
 from ...unstorable import clean_text
-from ..policies import default_profile
+from ..policies import default_profile, profile_encoding
 from .archive import archive_source, write_archive
 from .replay import Replaced, Replay, batches, head_end, replay
 from .rows import Span, anchors, compaction_row, message_row, metadata_of, stamp_times
@@ -54,7 +54,7 @@ def store_imported(
     from files of their own archive those files. `parent`: the session `imported` is a
     subagent of (a subagent transcript that appeared after its parent was stored).
     """
-    encoding = default_profile().encoding
+    encoding = profile_encoding(default_profile())
     saved_files: list[str] = []
     sessions: list[Session] = []
     above = (parent, ImportedSession(parent.source_format)) if parent is not None else None
