@@ -9,9 +9,11 @@ EXTRAS := web,anthropic,openai,folding,dev
 HOST ?= 127.0.0.1
 PORT ?= 8000
 CHROMIUM := /usr/bin/chromium
-# The Claude Code CLI, a real client of the proxy in the tests (offline, against a fake API).
+# The Claude Code CLI, a real client of the proxy in the tests (offline, against a fake API):
+# the pinned newest and an older 2.1.x, each in its own folder .venv/claude-code-<version>.
 CLAUDE_CODE_VERSION := 2.1.332
-CLAUDE_CODE := $(VENV)/claude-code-$(CLAUDE_CODE_VERSION)/node_modules/.bin/claude
+CLAUDE_CODE_OLDER_VERSION := 2.1.328
+CLAUDE_CODE_VERSIONS := $(CLAUDE_CODE_VERSION) $(CLAUDE_CODE_OLDER_VERSION)
 PG_URL ?= postgresql://postgres@127.0.0.1:5432
 
 .PHONY: install run test lint typecheck pytest pytest-postgres chromium claude-code bench bench-smoke clean
@@ -37,13 +39,16 @@ chromium:
 
 # npm's registry only; skipped (with a message) where npm is missing or cannot fetch it.
 claude-code:
-	@if [ -x $(CLAUDE_CODE) ]; then exit 0; fi; \
-	if command -v npm >/dev/null; then \
-		echo "installing the Claude Code CLI $(CLAUDE_CODE_VERSION) for the proxy tests"; \
-		npm install --silent --no-audit --no-fund --prefix $(VENV)/claude-code-$(CLAUDE_CODE_VERSION) \
-			@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) >/dev/null \
-			|| echo "the Claude Code CLI could not be installed: its tests will be skipped"; \
-	else echo "no npm: the Claude Code CLI tests will be skipped"; fi
+	@for version in $(CLAUDE_CODE_VERSIONS); do \
+		prefix=$(VENV)/claude-code-$$version; \
+		if [ -x $$prefix/node_modules/.bin/claude ]; then continue; fi; \
+		if ! command -v npm >/dev/null; then \
+			echo "no npm: the Claude Code CLI tests will be skipped"; exit 0; fi; \
+		echo "installing the Claude Code CLI $$version for the proxy tests"; \
+		npm install --silent --no-audit --no-fund --prefix $$prefix \
+			@anthropic-ai/claude-code@$$version >/dev/null \
+			|| echo "the Claude Code CLI $$version could not be installed: its tests will be skipped"; \
+	done
 
 run: install
 	$(BIN)/python manage.py migrate --no-input
