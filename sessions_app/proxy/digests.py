@@ -2,10 +2,9 @@
 
 A client sends the whole history again on every request. The digests of the messages the
 proxy stored are compared with those of the incoming ones: stored digests that are a prefix
-of the incoming ones mean "the same conversation, continued". The digest ignores what a
-client changes without changing the conversation: `cache_control` breakpoints (Claude Code
-moves them every turn), null or empty fields an SDK adds or drops, and a string content
-versus one text block.
+of the incoming ones mean "the same conversation, continued". The digest is that of the
+message's canonical form (sessions_app/canonical.py, docs/behaviour.md#canonical-form): it
+ignores what a client changes without changing the conversation.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, overload
 
+from ..canonical import canonical_digest, legacy_digest
 from ..services.proxy_map import ROOT, chain
 
 __all__ = [
@@ -30,11 +30,10 @@ __all__ = [
     "digest",
     "digests",
     "is_prefix",
+    "legacy_conversation_key",
     "raw_digest",
 ]
 
-#: Keys that are request decoration, not conversation.
-_IGNORED: Final = frozenset({"cache_control"})
 _CLAUDE_SESSION: Final = re.compile(r"session_([0-9a-fA-F-]{36})")
 _DECODER: Final = json.JSONDecoder()
 #: The C string scanner json.loads uses (typeshed does not declare it).
@@ -42,25 +41,9 @@ _SCANSTRING: Final[Callable[[str, int], tuple[str, int]]] = json.decoder.scanstr
 _SPACE: Final = re.compile(r"[ \t\n\r]*")
 
 
-def _normalized(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {
-            str(key): _normalized(item)
-            for key, item in value.items()
-            if key not in _IGNORED and item is not None and item != [] and item != {}
-        }
-    if isinstance(value, list | tuple):
-        return [_normalized(item) for item in value]
-    return value
-
-
 def digest(message: Any) -> str:
-    """A short, stable digest of one message (16 hex characters)."""
-    normal = _normalized(message)
-    if isinstance(normal, dict) and isinstance(normal.get("content"), str):
-        normal["content"] = [{"type": "text", "text": normal["content"]}]
-    text = json.dumps(normal, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    """A short, stable digest of one message (16 hex characters): its canonical digest."""
+    return canonical_digest(message)
 
 
 def digests(messages: Sequence[Any]) -> list[str]:
@@ -311,9 +294,17 @@ class Digests(Sequence[str]):
     `raw`: the raw digests `decode_body` took from the request's bytes; else each message
     is dumped once more (`raw_digest`)."""
 
-    def __init__(self, messages: Sequence[Any], raw: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        messages: Sequence[Any],
+        raw: Sequence[str] | None = None,
+        *,
+        function: Callable[[Any], str] = digest,
+    ) -> None:
         self._messages = messages
+        self._function = function
         self._known: dict[int, str] = {}
+        self._legacy: Digests | None = None
         chains = getattr(raw, "chains", ())
         if raw is None or len(raw) != len(messages):
             raw, chains = [raw_digest(message) for message in messages], ()
@@ -336,8 +327,16 @@ class Digests(Sequence[str]):
         if index < 0:
             index += len(self)
         if index not in self._known:
-            self._known[index] = digest(self._messages[index])
+            self._known[index] = self._function(self._messages[index])
         return self._known[index]
+
+    @property
+    def legacy(self) -> Digests:
+        """The same messages' digests of form 1, which proxied sessions stored before the
+        canonical form (services/proxy_map.py compares a map of that form with them)."""
+        if self._legacy is None:
+            self._legacy = Digests(self._messages, self.raw, function=legacy_digest)
+        return self._legacy
 
 
 def is_prefix(stored: Sequence[str], incoming: Sequence[str]) -> bool:
@@ -348,6 +347,11 @@ def is_prefix(stored: Sequence[str], incoming: Sequence[str]) -> bool:
 def conversation_key(provider: str, system: Any, first: Any) -> str:
     """The key of a conversation without a name: its provider, system prompt, first message."""
     return f"fp:{provider}:{digest({'system': system, 'first': first})}"
+
+
+def legacy_conversation_key(provider: str, system: Any, first: Any) -> str:
+    """The key `conversation_key` gave before the canonical form (sessions stored then)."""
+    return f"fp:{provider}:{legacy_digest({'system': system, 'first': first})}"
 
 
 def claude_code_session(metadata: Any) -> str | None:

@@ -14,9 +14,13 @@ from typing import Any
 from ..importers.blocks import prompt_text, short_title
 from ..services.proxying import ProxyRequest
 from .base import Adapter, Conversation
-from .digests import Digests, claude_code_session, conversation_key
+from .digests import Digests, claude_code_session, conversation_key, legacy_conversation_key
 
-__all__ = ["proxy_request"]
+__all__ = ["MAX_NAME", "proxy_request"]
+
+#: The longest `X-Ctxweb-Session` name: its key `name:<name>` fits `Session.proxy_key`
+#: (200 characters), so every request of the conversation finds the session it started.
+MAX_NAME = 195
 
 
 def proxy_request(
@@ -31,12 +35,14 @@ def proxy_request(
     request's bytes (digests.decode_body); else each message is dumped to hash it."""
     messages = conversation.messages
     claude = claude_code_session(conversation.metadata)
+    legacy = ""
     if name:
         key = f"name:{name}"
     elif claude:
         key = f"cc:{claude}"
     else:
         key = conversation_key(adapter.provider, conversation.system, messages[0])
+        legacy = legacy_conversation_key(adapter.provider, conversation.system, messages[0])
 
     def convert(start: int) -> list[list[dict[str, Any]]]:
         return adapter.canonical(messages[start:])
@@ -53,6 +59,7 @@ def proxy_request(
         system=conversation.system,
         tools=conversation.tools,
         mode=mode,
+        legacy_key="" if legacy == key else legacy,
     )
 
 

@@ -15,7 +15,12 @@ without loading or re-digesting the stored history. Each session keeps, under
   of a retried answer (`aliases`), and which client message was the last answer
   (`answered`);
 - `shifts`: at which client index each stored message starts (run-length encoded: OpenAI's
-  tool results join one stored message).
+  tool results join one stored message);
+- `form`: the canonical form its normalized digests are of (sessions_app/canonical.py
+  `FORM`; a map stored before has none: form 1, `legacy_digest`). Such a map is compared
+  with the request's digests of its form, and re-digested in the current form from the
+  request's messages the first time a request extends it (they are equal in the old form):
+  nothing stored before changes meaning.
 
 A request continues the session when the raw chain of its first `p` messages equals the
 stored one for some `p` of the window (its first `p` messages are byte-identical to the
@@ -32,6 +37,8 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
+
+from ..canonical import FORM
 
 __all__ = ["ROOT", "WINDOW", "Incoming", "PrefixMap", "chain"]
 
@@ -55,6 +62,14 @@ class Incoming:
     def __init__(self, digests: Sequence[str]) -> None:
         self.digests = digests
         self._raw: list[str] | None = None
+
+    def digests_of(self, form: int) -> Sequence[str]:
+        """The normalized digests of canonical form `form` (`FORM`, or 1: `.legacy` of
+        proxy/digests.py `Digests`; the current ones when there are no others)."""
+        if form == FORM:
+            return self.digests
+        legacy = getattr(self.digests, "legacy", None)
+        return legacy if legacy is not None else self.digests
 
     def __len__(self) -> int:
         return len(self.digests)
@@ -97,6 +112,8 @@ class PrefixMap:
     shifts: list[list[int]] = field(default_factory=list)
     #: Messages stored (the engine's count, >= `count` when client messages were split).
     stored: int = 0
+    #: The canonical form of `base`, `digests` and `aliases` (1: stored before it existed).
+    form: int = FORM
 
     @classmethod
     def of(cls, state: Mapping[str, Any] | None) -> PrefixMap:
@@ -114,6 +131,7 @@ class PrefixMap:
                 answered=kept.get("answered"),
                 shifts=[list(s) for s in kept.get("shifts") or []],
                 stored=int(kept.get("stored") or 0),
+                form=int(kept.get("form") or 1),
             )
         if "digests" in state:
             return cls._legacy(state)
@@ -132,6 +150,7 @@ class PrefixMap:
             raws=[""] * (len(digests) - start + 1),  # the old raw digests were made otherwise
             aliases={k: list(v) for k, v in (state.get("aliases") or {}).items()},
             answered=state.get("answered"),
+            form=1,
         )
         legacy.add_starts(starts)
         return legacy
@@ -148,6 +167,7 @@ class PrefixMap:
             "answered": self.answered,
             "shifts": self.shifts,
             "stored": self.stored,
+            "form": self.form,
         }
 
     def continued_by(self, incoming: Incoming, upto: int | None = None) -> bool:
@@ -161,26 +181,42 @@ class PrefixMap:
             if kept and kept == incoming.raw_chain(position):
                 matched = position
                 break
+        digests = incoming.digests_of(self.form)
         if matched is None:  # re-serialized before the window: compare all normalized
-            before = [incoming.digests[i] for i in range(self.start)]
+            before = [digests[i] for i in range(self.start)]
             if chain(ROOT, before) != self.base:
                 return False
             matched = self.start
         for index in range(matched, upto):
-            theirs = incoming.digests[index]
-            mine = self.digests[index - self.start]
-            if theirs != mine and theirs not in self.aliases.get(str(index), ()):
+            theirs, mine = digests[index], self.digests[index - self.start]
+            if theirs != mine and not self._aliased(index, incoming, theirs):
                 return False
         return True
+
+    def _aliased(self, index: int, incoming: Incoming, theirs: str) -> bool:
+        """The message at `index` is another answer of a retried request (aliases of an
+        older map may be of either form: an answer recorded after it was read)."""
+        aliases = self.aliases.get(str(index), ())
+        return theirs in aliases or (self.form != FORM and incoming.digests[index] in aliases)
 
     def extend(self, incoming: Incoming) -> None:
         """Take the request's messages beyond `count` (it continues the map) and its raw
         chains: the next request is compared with this one's bytes."""
         total = len(incoming)
+        if self.form != FORM:
+            self._redigest(incoming)
         self.digests += [incoming.digests[i] for i in range(self.count, total)]
         self.raws = [incoming.raw_chain(p) for p in range(self.start, total + 1)]
         self.count = total
         self._trim()
+
+    def _redigest(self, incoming: Incoming) -> None:
+        """The map in the current form, from the request's messages that continue it."""
+        current = incoming.digests
+        self.base = chain(ROOT, [current[i] for i in range(self.start)])
+        self.digests = [current[i] for i in range(self.start, self.count)]
+        self.aliases = {}
+        self.form = FORM
 
     def add_answer(self, digest: str) -> None:
         """The model's answer, stored after the request's messages (its bytes unknown)."""

@@ -81,6 +81,9 @@ class ProxyRequest:
     tools: Any = None
     #: X-Ctxweb-Mode (`compact` or `observe`); empty: the session profile's `proxy_mode`.
     mode: str = ""
+    #: The key sessions stored before the canonical form got (sessions_app/canonical.py),
+    #: when it differs from `key`: they are looked for under it too.
+    legacy_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -328,7 +331,8 @@ def _matching(
     if request.name:
         with contextlib.suppress(ValueError):
             rows.extend(mine.filter(pk=uuid.UUID(request.name)).values_list("pk", "proxy_state"))
-    keyed = mine.filter(proxy_key=request.key).order_by("-updated_at")
+    keys = {request.key, request.legacy_key} - {""}
+    keyed = mine.filter(proxy_key__in=keys).order_by("-updated_at")
     rows.extend(keyed.values_list("pk", "proxy_state")[:_CANDIDATES])
     for pk, kept in rows:
         state = kept if isinstance(kept, Mapping) else {}

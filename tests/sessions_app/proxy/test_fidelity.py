@@ -1,0 +1,122 @@
+"""One conversation is one session however the client re-serializes its history between
+requests (issue 23 item 1): the Anthropic SDK through the proxy replays an agent run whose
+re-sent history varies as Claude Code's does (docs/behaviour.md#canonical-form)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import anthropic
+import pytest
+
+from sessions_app.models import Session
+from tests.support.fake_anthropic import Reply
+from tests.support.fake_streaming import StreamingAnthropic
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+Body = dict[str, Any]
+EPHEMERAL = {"type": "ephemeral"}
+WRITE = {"type": "tool_use", "id": "toolu_1", "name": "Write", "input": {"path": "a.py"}}
+EDIT = {"type": "tool_use", "id": "toolu_2", "name": "Edit", "input": {"old": "a", "new": "b"}}
+NUDGE = "The user hasn't heard from you in a while."
+ANSWERS = [[WRITE], [EDIT], [{"type": "text", "text": "Done."}], [{"type": "text", "text": "Bye."}]]
+
+
+def _turns() -> list[list[Body]]:
+    """What the client adds before each request (after the previous answer)."""
+    return [
+        [{"role": "user", "content": "Write a.py then fix it."}],
+        [{"role": "user", "content": [_result("toolu_1", "created")]}],
+        [
+            {"role": "user", "content": [_result("toolu_2", "edited")]},
+            {"role": "system", "content": NUDGE},
+        ],
+        [{"role": "user", "content": "Thanks."}],
+    ]
+
+
+def _result(tool_id: str, text: str) -> Body:
+    return {"type": "tool_result", "tool_use_id": tool_id, "content": text}
+
+
+def _string_or_block(history: list[Body], turn: int) -> list[Body]:
+    """Every string content as one text block on odd turns (messages, tool results and the
+    mid-conversation system message alike), as sent on even ones."""
+    if turn % 2 == 0:
+        return history
+
+    def blocks(value: Any) -> Any:
+        return [{"type": "text", "text": value}] if isinstance(value, str) else value
+
+    out = copy.deepcopy(history)
+    for message in out:
+        message["content"] = blocks(message["content"])
+        for block in message["content"]:
+            if block.get("type") == "tool_result":
+                block["content"] = blocks(block["content"])
+    return out
+
+
+def _cache_control_moved(history: list[Body], turn: int) -> list[Body]:
+    """The breakpoint on the last tool result's (nested) text block, nowhere else: it moves
+    to a later tool result as the run goes on."""
+    out = copy.deepcopy(history)
+    results = [b for m in out for b in m["content"] if isinstance(b, dict) and "tool_use_id" in b]
+    if results:
+        inner = results[-1]["content"]
+        text = inner if isinstance(inner, str) else inner[0]["text"]
+        results[-1]["content"] = [{"type": "text", "text": text, "cache_control": EPHEMERAL}]
+    return out
+
+
+def _client_markers(history: list[Body], turn: int) -> list[Body]:
+    """Claude Code's own additions: a tool's default filled into the input it sends back
+    (`replace_all: false`), `is_error: false` on results, keys in another order."""
+    out = []
+    for message in copy.deepcopy(history):
+        content = message["content"]
+        for block in content if isinstance(content, list) else []:
+            if block.get("type") == "tool_use":
+                block["input"] = {"replace_all": False, **block["input"]}
+            if block.get("type") == "tool_result":
+                block["is_error"] = False
+        out.append(dict(reversed(message.items())))
+    return out
+
+
+VARIATIONS: dict[str, Callable[[list[Body], int], list[Body]]] = {
+    "string_or_block": _string_or_block,
+    "cache_control_moved": _cache_control_moved,
+    "client_markers": _client_markers,
+    "all": lambda h, t: _client_markers(_cache_control_moved(_string_or_block(h, t), t), t),
+}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("variation", sorted(VARIATIONS))
+def test_a_reserialized_history_continues_the_same_session(
+    claude: anthropic.Anthropic,
+    upstream_anthropic: StreamingAnthropic,
+    variation: str,
+    stream: bool,
+) -> None:
+    history: list[Body] = []
+    for turn, (added, answer) in enumerate(zip(_turns(), ANSWERS, strict=True)):
+        upstream_anthropic.enqueue(Reply.blocks(answer, stop_reason="tool_use"))
+        history += added
+        sent: Any = VARIATIONS[variation](history, turn)
+        reply: Any
+        if stream:
+            with claude.messages.stream(model="m", max_tokens=50, messages=sent) as s:
+                reply = s.get_final_message()
+        else:
+            reply = claude.messages.create(model="m", max_tokens=50, messages=sent)
+        history.append({"role": "assistant", "content": [b.model_dump() for b in reply.content]})
+
+    [session] = Session.objects.all()
+    assert session.title.endswith("(continued)") is False
+    assert session.message_count == len(history) == 9
+    assert len(upstream_anthropic.requests) == 4
