@@ -434,3 +434,7 @@ class CompactionJob(models.Model):
 
     def __str__(self) -> str:
         return f"Job {self.id} ({self.status})"
+
+
+# Re-exported: Django finds the app's models through this module.
+from .counters import RateCounter as RateCounter  # noqa: E402

@@ -19,6 +19,6 @@ def merge_duplicates(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("sessions_app", "0012_summary_call_limit")]
+    dependencies = [("sessions_app", "0013_rate_counters")]
 
     operations = [migrations.RunPython(merge_duplicates, migrations.RunPython.noop)]

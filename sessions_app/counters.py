@@ -1,0 +1,126 @@
+"""Throttle counters that hold under concurrency: each count is raised and read in one step.
+
+`count(key, window)` adds one to the counter `key` (started by its first count, ended
+`window` seconds later) and returns its new value, so a caller compares what it counted,
+never a value another request may be counting past at the same moment. Where the counts
+live (docs/deployment.md#throttles):
+
+- Redis, Memcached or per-process memory as the cache: the cache (`add` then `incr`: Redis
+  `INCR`, Memcached `incr`, a lock in memory; each atomic).
+- any other cache (the database cache, files): the `RateCounter` table, one row per counter,
+  raised by one `UPDATE ... SET count = count + 1` (a row lock on PostgreSQL, the write
+  lock on SQLite) and read back in the same transaction. Django's database cache `incr`
+  is a read then a write, and concurrent requests counted past the limit together.
+
+Re-exported by sessions_app.models (where Django looks for the app's models).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.core.cache import cache
+from django.core.cache.backends.locmem import LocMemCache
+from django.core.cache.backends.memcached import BaseMemcachedCache
+from django.core.cache.backends.redis import RedisCache
+from django.db import IntegrityError, models, transaction
+from django.db.models import Case, F, Value, When
+from django.utils import timezone
+
+__all__ = ["Count", "RateCounter", "count", "counted_in_cache", "uncount"]
+
+#: The cache backends whose `add` and `incr` are atomic.
+_ATOMIC_CACHES = (RedisCache, BaseMemcachedCache, LocMemCache)
+
+
+class RateCounter(models.Model):
+    """One throttle counter (failed authentications, calls in a window) while the cache
+    cannot count atomically; a row past `expires_at` starts again at its next count."""
+
+    key = models.CharField(max_length=200, primary_key=True)
+    count = models.PositiveIntegerField(default=0)
+    expires_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.count} until {self.expires_at:%Y-%m-%d %H:%M:%S}"
+
+
+@dataclass(frozen=True)
+class Count:
+    """A counter's value after one count, and the seconds until it starts again."""
+
+    value: int
+    retry_after: int
+
+
+def counted_in_cache() -> bool:
+    """True when the counts live in the cache (one whose increments are atomic)."""
+    return isinstance(cache, _ATOMIC_CACHES)
+
+
+def count(key: str, window: int) -> Count:
+    """Add one to the counter `key` (ended `window` seconds after its first count)."""
+    window = max(1, int(window))
+    if counted_in_cache():
+        return Count(_cache_count(key, window), window)
+    return _row_count(key, window)
+
+
+def uncount(key: str) -> None:
+    """Take back one count of `key` (a login that turned out right), never below zero."""
+    if counted_in_cache():
+        with contextlib.suppress(ValueError):  # ended meanwhile: nothing to take back
+            cache.decr(key)
+        return
+    RateCounter.objects.filter(key=key, count__gt=0).update(count=F("count") - 1)
+
+
+def _cache_count(key: str, window: int) -> int:
+    if cache.add(key, 1, timeout=window):
+        return 1
+    try:
+        return int(cache.incr(key))
+    except ValueError:  # ended between add and incr: this count starts it again
+        cache.add(key, 1, timeout=window)
+        return 1
+
+
+def _row_count(key: str, window: int) -> Count:
+    for _ in range(3):
+        raised = _raise_row(key, window)
+        if raised is not None:
+            return raised
+        try:
+            with transaction.atomic():
+                now = timezone.now()
+                RateCounter.objects.filter(expires_at__lt=now).delete()
+                RateCounter.objects.create(
+                    key=key, count=1, expires_at=now + timedelta(seconds=window)
+                )
+            return Count(1, window)
+        except IntegrityError:  # another request made the row first: count on it
+            continue
+    raise RuntimeError(f"rate counter {key!r} could not be raised")  # pragma: no cover
+
+
+def _raise_row(key: str, window: int) -> Count | None:
+    """One count on an existing row, in one statement (its lock held until the read)."""
+    with transaction.atomic():
+        now = timezone.now()
+        ended = When(expires_at__lte=now, then=Value(1))
+        restarted = When(expires_at__lte=now, then=Value(now + timedelta(seconds=window)))
+        updated = RateCounter.objects.filter(key=key).update(
+            count=Case(ended, default=F("count") + 1),
+            expires_at=Case(restarted, default=F("expires_at")),
+        )
+        if not updated:
+            return None
+        value, expires_at = RateCounter.objects.values_list("count", "expires_at").get(key=key)
+    return Count(int(value), _seconds_until(expires_at, now))
+
+
+def _seconds_until(moment: datetime, now: datetime) -> int:
+    return max(1, math.ceil((moment - now).total_seconds()))
