@@ -5,10 +5,16 @@ file system, network mounts included, and needs no extra dependency) and reads, 
 Claude Code or Codex JSON-lines file that changed, only the bytes after the last clean cut
 (services/importing/cuts.py): the cost of a scan is the new bytes plus the last unfinished
 exchange, never the whole file. What was read is remembered on the session (`source_offset`,
-`source_resume_offset`, `source_resume_seq` and `source_fingerprint`, a hash of the file's
-head), so a restarted watcher resumes where it stopped; a file that shrank or whose head
-changed is read again from its start (merging, never duplicating: merge.py). A partial last
-line is left for the next scan. A session file whose lines so far are all sidechain lines is
+`source_resume_offset`, `source_resume_seq` and `source_fingerprint`: a hash of the file's
+head and of the bytes before the offset, then `@` and the file's mtime in nanoseconds), so a
+restarted watcher resumes where it stopped, and takes a file whose size and mtime are those
+it was read at as unchanged without opening it. A file that shrank or changed where it was
+read is read again from its start: it goes on in its session when it still begins with
+the session's messages, leaves the session as it is when it holds only the first of them
+(truncated), and is a new session when a message differs (restart.py; docs/behaviour.md,
+"Watched files that shrink or are replaced"). Symlinks inside the watched folders are not
+followed, and an entry that cannot be read is logged once and skipped (_Walk). A partial
+last line is left for the next scan. A session file whose lines so far are all sidechain lines is
 not stored until its first main-thread message arrives: read alone, those lines would be
 taken for a subagent transcript and stored as the main thread, which the file later
 contradicts. Some files never get one (a file holding only a subagent's exchange, say):
@@ -41,6 +47,7 @@ from ..importers.source import open_source
 from ..models import Session
 from .importing import find_source_session, merge_tree, source_identity, store_imported
 from .importing.cuts import find_cuts
+from .importing.restart import BEHIND, CONTINUES, DIVERGED, compare, mark_restart
 
 __all__ = ["DEFAULT_ROOTS", "SETTLE_SECONDS", "FileSync", "Watcher", "default_roots", "sync_file"]
 
@@ -48,7 +55,8 @@ logger = logging.getLogger("sessions_app")
 
 #: Where Claude Code and Codex keep their transcripts.
 DEFAULT_ROOTS: Final = ("~/.claude/projects", "~/.codex/sessions")
-#: Bytes of a file's head whose hash tells a grown file from a replaced one.
+#: Bytes of a file's head, and before where it was read to, whose hash tells a grown file
+#: from a replaced one.
 HEAD_BYTES: Final = 1024
 WATCHED: Final = frozenset({"claude_code", "codex"})
 #: A session file holding only sidechain lines is stored once quiet for this long (seconds).
@@ -179,7 +187,7 @@ class Watcher:
         self._seen: dict[Path, tuple[int, int]] = {}
         self._waiting: dict[Path, tuple[int, int]] = {}
         self._failed: dict[Path, tuple[int, int]] = {}
-        self._known: dict[str, int] | None = None
+        self._known: dict[str, tuple[int, int]] | None = None
         self._reported: set[tuple[Path, str]] = set()
 
     def scan(self) -> list[FileSync]:
@@ -201,7 +209,7 @@ class Watcher:
         if self._seen.get(path) == signature or self._failed.get(path) == signature:
             return None
         known = self._known.pop(str(path), None) if self._known is not None else None
-        if path not in self._seen and known == info.st_size:
+        if path not in self._seen and known == signature:
             self._seen[path] = signature  # read to its end before this watcher started
             return None
         settled = self.clock() - info.st_mtime >= self.settle
@@ -229,16 +237,22 @@ class Watcher:
                 logger.warning("watch_transcripts: skipped %s: %s", path, reason)
 
 
-def _read_offsets(owner: AbstractBaseUser) -> dict[str, int]:
-    """Each known transcript path of `owner` and the offset its session was read to."""
+def _read_offsets(owner: AbstractBaseUser) -> dict[str, tuple[int, int]]:
+    """Each known transcript path of `owner`: (the offset its session was read to, the
+    file's mtime then, kept after the `@` of `source_fingerprint`)."""
     rows = (
         Session.objects.filter(owner_id=owner.pk)
         .exclude(source_path="")
-        .exclude(source_fingerprint="")
+        .filter(source_fingerprint__contains="@")
         .order_by("-created_at")
-        .values_list("source_path", "source_offset")
+        .values_list("source_path", "source_offset", "source_fingerprint")
     )
-    return dict(rows)
+    known: dict[str, tuple[int, int]] = {}
+    for path, offset, fingerprint in rows:
+        mtime = fingerprint.rpartition("@")[2]
+        if mtime.isdigit():
+            known[path] = (offset, int(mtime))
+    return known
 
 
 def sync_file(owner: AbstractBaseUser, path: Path, *, settled: bool = False) -> FileSync:
@@ -253,7 +267,8 @@ def sync_file(owner: AbstractBaseUser, path: Path, *, settled: bool = False) -> 
         Session.objects.filter(owner_id=owner.pk, source_path=text).order_by("created_at").first()
     )
     with open(path, "rb") as file:
-        size = os.fstat(file.fileno()).st_size
+        info = os.fstat(file.fileno())
+        size = info.st_size
         resume = _resume_point(session, file, size)
         known = session if resume is not None else None
         start, seq = resume or (0, 0)
@@ -274,11 +289,29 @@ def sync_file(owner: AbstractBaseUser, path: Path, *, settled: bool = False) -> 
             # No main thread came: stored whole, so later lines are read from its end
             # (from an earlier cut they would be parsed apart from the lines stored).
             cut = cuts.end
-        fingerprint = _fingerprint(file, start + cuts.end)
+        fingerprint = f"{_fingerprint(file, start + cuts.end)}@{info.st_mtime_ns}"
     reread = session is not None and known is None
-    return _Sync(owner, path, fmt, known).run(
+    # Read from its start again (docs/behaviour.md, "Watched files that shrink or are
+    # replaced"): a file holding fewer messages leaves its session as it is; one that
+    # differs from its session restarted, and its content is a new session.
+    relation = _relation(session, data[: cuts.end], path) if reread else CONTINUES
+    if relation == BEHIND:
+        return FileSync(text, reread=True)
+    return _Sync(owner, path, fmt, known, fresh=relation == DIVERGED).run(
         data, start, seq, cut, cuts.end, fingerprint, previous=session, reread=reread
     )
+
+
+def _relation(session: Session | None, data: bytes, path: Path) -> str:
+    """How the complete lines `data` (a file read from its start) stand to `session`."""
+    if session is None:
+        return CONTINUES
+    with open_source(data, name=path.name) as opened:
+        imported = parse_source(opened, session.source_format, subagents=False)
+    try:
+        return compare(session, imported)
+    finally:
+        imported.close()
 
 
 def _resume_point(session: Session | None, file: IO[bytes], size: int) -> tuple[int, int] | None:
@@ -286,14 +319,21 @@ def _resume_point(session: Session | None, file: IO[bytes], size: int) -> tuple[
     file (or one imported by hand) from its start."""
     if session is None or not session.source_fingerprint or size < session.source_offset:
         return None
-    if _fingerprint(file, session.source_offset) != session.source_fingerprint:
+    if _fingerprint(file, session.source_offset) != session.source_fingerprint.split("@")[0]:
         return None
     return session.source_resume_offset, session.source_resume_seq
 
 
 def _fingerprint(file: IO[bytes], offset: int) -> str:
+    """A hash of the file's head and of the bytes just before `offset`: a file grown since
+    has both unchanged; one replaced or rewritten (even past its head) does not."""
     file.seek(0)
-    return hashlib.sha256(file.read(min(offset, HEAD_BYTES))).hexdigest()
+    digest = hashlib.sha256(file.read(min(offset, HEAD_BYTES)))
+    tail = max(HEAD_BYTES, offset - HEAD_BYTES)
+    if offset > tail:
+        file.seek(tail)
+        digest.update(file.read(offset - tail))
+    return digest.hexdigest()[:40]
 
 
 def _format(file: IO[bytes]) -> str | None:
@@ -305,9 +345,16 @@ class _Sync:
     """One file's new part, read into its session: the complete part, then the open tail."""
 
     def __init__(
-        self, owner: AbstractBaseUser, path: Path, fmt: str, session: Session | None
+        self,
+        owner: AbstractBaseUser,
+        path: Path,
+        fmt: str,
+        session: Session | None,
+        *,
+        fresh: bool = False,
     ) -> None:
         self.owner = owner
+        self.fresh = fresh  # the file restarted: its content is a new session
         self.path = path
         self.fmt = fmt
         self.session = session
@@ -333,7 +380,8 @@ class _Sync:
         if self.session is None:
             return FileSync(str(self.path))
         if previous is not None and previous.pk != self.session.pk:
-            Session.objects.filter(pk=previous.pk).update(source_path="")
+            shrank = start + end < previous.source_offset
+            mark_restart(previous, self.session, "shrank" if shrank else "replaced")
         Session.objects.filter(pk=self.session.pk).update(
             source_path=str(self.path),
             source_offset=start + end,
@@ -398,6 +446,8 @@ class _Sync:
                 imported.title = meta["description"].strip()[:200]
 
     def _find(self, imported: ImportedSession, parent: Session | None) -> Session | None:
+        if self.fresh:
+            return None
         if parent is None:
             return find_source_session(self.owner, imported)
         return Session.objects.filter(parent=parent, external_id=imported.external_id).first()
