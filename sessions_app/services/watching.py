@@ -13,7 +13,7 @@ read is read again from its start: it goes on in its session when it still begin
 the session's messages, leaves the session as it is when it holds only the first of them
 (truncated), and is a new session when a message differs (restart.py; docs/behaviour.md,
 "Watched files that shrink or are replaced"). Symlinks inside the watched folders are not
-followed, and an entry that cannot be read is logged once and skipped (_Walk). A partial
+followed, and an entry that cannot be read is logged once and skipped (watch_walk.py). A partial
 last line is left for the next scan. A session file whose lines so far are all sidechain lines is
 not stored until its first main-thread message arrives: read alone, those lines would be
 taken for a subagent transcript and stored as the main thread, which the file later
@@ -30,8 +30,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
-import stat
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -48,6 +46,7 @@ from ..models import Session
 from .importing import find_source_session, merge_tree, source_identity, store_imported
 from .importing.cuts import find_cuts
 from .importing.restart import BEHIND, CONTINUES, DIVERGED, compare, mark_restart
+from .watch_walk import AGENT_FILE, Walk
 
 __all__ = ["DEFAULT_ROOTS", "SETTLE_SECONDS", "FileSync", "Watcher", "default_roots", "sync_file"]
 
@@ -61,7 +60,7 @@ HEAD_BYTES: Final = 1024
 WATCHED: Final = frozenset({"claude_code", "codex"})
 #: A session file holding only sidechain lines is stored once quiet for this long (seconds).
 SETTLE_SECONDS: Final = 60.0
-_AGENT_FILE = re.compile(r"^agent-(.+)\.jsonl$")
+_AGENT_FILE = AGENT_FILE
 
 
 @dataclass(frozen=True)
@@ -91,73 +90,7 @@ def default_roots() -> list[Path]:
 
 def transcript_paths(roots: Iterable[Path]) -> list[Path]:
     """Every `.jsonl` file under `roots` (a root may be a file), sessions before subagents."""
-    return list(_Walk().run(roots))
-
-
-class _Walk:
-    """One walk of the watched folders: each regular `.jsonl` file and its `lstat`, sessions
-    before subagents, and the entries skipped with the reason (docs/behaviour.md, "Watching
-    local transcripts").
-
-    A root named on the command line is followed even when it is a symlink; inside the
-    folders no symlink is followed, to a file or to a folder: a watched folder holds what
-    the agents wrote there, and a link could lead out of it or round in a loop. An entry that
-    cannot be read (a loop, no permission, gone between listing and `stat`) or that is no
-    regular file (a fifo, a device) is skipped, never fatal to the walk."""
-
-    def __init__(self) -> None:
-        self.found: dict[Path, os.stat_result] = {}
-        self.skipped: dict[Path, str] = {}
-
-    def run(self, roots: Iterable[Path]) -> dict[Path, os.stat_result]:
-        for root in roots:
-            try:
-                info = root.stat()
-                resolved = root.resolve()
-            except (OSError, RuntimeError) as error:  # RuntimeError: a loop, older Pythons
-                self.skipped[root] = _reason(error)
-                continue
-            if stat.S_ISDIR(info.st_mode):
-                self._folder(resolved)
-            elif stat.S_ISREG(info.st_mode):
-                self.found[resolved] = info
-            else:
-                self.skipped[root] = "not a regular file or folder"
-        order = sorted(self.found, key=lambda p: (_AGENT_FILE.match(p.name) is not None, str(p)))
-        return {path: self.found[path] for path in order}
-
-    def _folder(self, folder: Path) -> None:
-        try:
-            with os.scandir(folder) as listing:
-                entries = list(listing)
-        except OSError as error:
-            self.skipped[folder] = _reason(error)
-            return
-        for entry in entries:
-            try:
-                self._entry(entry)
-            except OSError as error:  # vanished, unreadable, a loop: this entry only
-                self.skipped[Path(entry.path)] = _reason(error)
-
-    def _entry(self, entry: os.DirEntry[str]) -> None:
-        if entry.is_symlink():
-            if entry.name.endswith(".jsonl") or entry.is_dir():
-                self.skipped[Path(entry.path)] = "a symlink (not followed)"
-            return
-        if entry.is_dir(follow_symlinks=False):
-            self._folder(Path(entry.path))
-        elif entry.name.endswith(".jsonl"):
-            info = entry.stat(follow_symlinks=False)
-            if stat.S_ISREG(info.st_mode):
-                self.found[Path(entry.path)] = info
-            else:
-                self.skipped[Path(entry.path)] = "not a regular file"
-
-
-def _reason(error: BaseException) -> str:
-    if isinstance(error, OSError) and error.strerror:
-        return error.strerror
-    return str(error) or type(error).__name__
+    return list(Walk().run(roots))
 
 
 class Watcher:
@@ -192,7 +125,7 @@ class Watcher:
 
     def scan(self) -> list[FileSync]:
         """One pass over every watched file; the files that changed something."""
-        walk = _Walk()
+        walk = Walk()
         found = walk.run(self.roots)
         self._report(walk.skipped)
         if self._known is None:
