@@ -10,7 +10,9 @@ Two messages are the same when their canonical forms are equal (docs/behaviour.m
 - a key whose value is null, `false`, `[]` or `{}` counts as absent (SDKs add and drop
   them: `is_error: false`, `citations: null`; Claude Code fills a tool's defaults into the
   input it sends back, `replace_all: false`);
-- key order is ignored.
+- key order is ignored;
+- text is compared as stored: NUL characters dropped, a lone surrogate as U+FFFD
+  (sessions_app/unstorable.py `clean_text`: what every path stores in their place).
 
 Pure Python, no Django. The stable API: `canonical`, `canonical_json`, `canonical_digest`
 (and `FORM`, the version of the form that digests carry); `legacy_digest` is the digest
@@ -23,6 +25,8 @@ import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any, Final
+
+from .unstorable import clean_text
 
 __all__ = ["FORM", "canonical", "canonical_digest", "canonical_json", "legacy_digest"]
 
@@ -58,8 +62,9 @@ def _absent(value: Any) -> bool:
 
 def _normal(value: Any, *, content: bool) -> Any:
     """`value` normalized; `content`: it is a message's or a tool result's content."""
-    if content and isinstance(value, str):
-        return [{"type": "text", "text": value}]
+    if isinstance(value, str):
+        text = clean_text(value)
+        return [{"type": "text", "text": text}] if content else text
     if isinstance(value, Mapping):
         holds = "role" in value or value.get("type") == "tool_result" or "system" in value
         normal = {}
@@ -68,7 +73,7 @@ def _normal(value: Any, *, content: bool) -> Any:
                 continue
             kept = _normal(item, content=holds and key in ("content", "system"))
             if not _absent(kept):
-                normal[str(key)] = kept
+                normal[clean_text(str(key))] = kept
         return normal
     if isinstance(value, list | tuple):
         return [_normal(item, content=False) for item in value]

@@ -8,24 +8,26 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Final
+import re
+from typing import Any, Final
 
 import httpx
-from django.core.exceptions import DisallowedHost
+from django.core.exceptions import DisallowedHost, RequestDataTooBig
 from django.core.handlers.asgi import ASGIRequest
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from ..middleware import oversized_body
+from ..middleware import max_body_bytes, oversized_body
 from ..services.proxying import plan_request
+from ..unstorable import clean
 from .anthropic import AnthropicAdapter
 from .auth import Caller, authenticate, unchecked
 from .base import Adapter
 from .connections import step
 from .digests import decode_body
 from .errors import error_response
-from .mapping import proxy_request
+from .mapping import MAX_NAME, proxy_request
 from .openai import OpenAIAdapter
 from .outage import database_paused, note_failure
 from .pool import upstream_client
@@ -37,6 +39,9 @@ __all__ = ["anthropic_count_tokens", "anthropic_messages", "openai_chat_completi
 logger = logging.getLogger("sessions_app")
 
 MODES: Final = ("compact", "observe")
+#: JSON escapes of what no database stores (NUL, a surrogate): such a body is cleaned
+#: before it is read for storing (a false positive only costs the cleaning).
+_UNSTORABLE: Final = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
 _ANTHROPIC = AnthropicAdapter()
 _OPENAI = OpenAIAdapter()
 
@@ -62,6 +67,19 @@ async def openai_chat_completions(request: HttpRequest) -> HttpResponseBase:
 async def _proxy(
     request: HttpRequest, adapter: Adapter, path: str, *, record: bool
 ) -> HttpResponseBase:
+    """Every answer of the proxy's own is in the provider's error format: a failure of its
+    own that escaped the fail-open paths is logged and answered 502, never a 500 page."""
+    try:
+        return await _answered(request, adapter, path, record=record)
+    except Exception:
+        logger.exception("proxy: the request failed in ctxweb")
+        message = "ctxweb failed to handle the request (logged); retry"
+        return error_response(adapter.provider, 502, "api_error", message)
+
+
+async def _answered(
+    request: HttpRequest, adapter: Adapter, path: str, *, record: bool
+) -> HttpResponseBase:
     if request.method != "POST":
         return error_response(adapter.provider, 405, "invalid_request_error", "use POST")
     try:  # ALLOWED_HOSTS, which the skipped CommonMiddleware checks elsewhere (proxy/asgi.py)
@@ -83,13 +101,30 @@ async def _proxy(
         except DatabaseError:
             logger.exception("proxy: ctxweb's database is unavailable; the key cannot be checked")
             return _unavailable(adapter)
+        except RecursionError:
+            message = "the request body nests JSON too deeply for ctxweb to read"
+            return error_response(adapter.provider, 400, "invalid_request_error", message)
     if caller is None:
         message = "a valid ctxweb API key is required (x-api-key, Bearer or X-Ctxweb-Key)"
         return error_response(adapter.provider, 401, "authentication_error", message)
-    if mode and mode not in MODES:
-        message = f"X-Ctxweb-Mode must be one of {', '.join(MODES)}"
-        return error_response(adapter.provider, 400, "invalid_request_error", message)
+    invalid = _invalid_headers(mode, _session_name(request))
+    if invalid is not None:
+        return error_response(adapter.provider, 400, "invalid_request_error", invalid)
     return await _forward(request, adapter, caller, path, body, recording)
+
+
+def _session_name(request: HttpRequest) -> str:
+    return (request.headers.get("X-Ctxweb-Session") or "").strip()
+
+
+def _invalid_headers(mode: str, name: str) -> str | None:
+    """Why X-Ctxweb-Mode or X-Ctxweb-Session is refused (None: both are fine). A name that
+    does not fit the session's key is refused: cut, it would split the conversation."""
+    if mode and mode not in MODES:
+        return f"X-Ctxweb-Mode must be one of {', '.join(MODES)}"
+    if len(name) > MAX_NAME:
+        return f"X-Ctxweb-Session is {len(name)} characters long; at most {MAX_NAME} are allowed"
+    return None
 
 
 def _unavailable(adapter: Adapter) -> HttpResponseBase:
@@ -98,11 +133,21 @@ def _unavailable(adapter: Adapter) -> HttpResponseBase:
 
 
 def _refused(request: HttpRequest, adapter: Adapter) -> HttpResponseBase | None:
-    """A body over CTXWEB_MAX_BODY_BYTES (checked before it is read): the proxy's routes
-    skip the middleware that checks it elsewhere (proxy/asgi.py)."""
+    """A body over CTXWEB_MAX_BODY_BYTES, by its Content-Length or, without one (a chunked
+    body), by its size once received: the proxy's routes skip the middleware that checks
+    it elsewhere (proxy/asgi.py)."""
     message = oversized_body(request)
+    if message is None and request.META.get("CONTENT_LENGTH"):
+        return None  # the server received as many bytes as declared
     if message is None:
-        return None
+        try:
+            size, limit = len(request.body), max_body_bytes()
+        except RequestDataTooBig:
+            size, limit = -1, max_body_bytes()
+        if 0 <= size <= limit:
+            return None
+        shown = f"of {size} bytes " if size >= 0 else ""
+        message = f"request body {shown}exceeds the limit of {limit} bytes"
     return error_response(adapter.provider, 413, "request_too_large", message)
 
 
@@ -111,7 +156,9 @@ def _prepared(
 ) -> tuple[Caller | None, bytes, Recording | None]:
     """The caller (None: no valid key), the bytes to forward and where the answer goes."""
     caller = authenticate(request, adapter.provider)
-    if caller is None or not record or caller.user is None or mode not in ("", *MODES):
+    if caller is None or not record or caller.user is None:
+        return caller, request.body, None
+    if _invalid_headers(mode, _session_name(request)) is not None:
         return caller, request.body, None
     body, recording = _planned(request, adapter, caller, mode)
     return caller, body, recording
@@ -120,20 +167,24 @@ def _prepared(
 def _planned(
     request: HttpRequest, adapter: Adapter, caller: Caller, mode: str
 ) -> tuple[bytes, Recording | None]:
-    """The bytes to forward and where the answer is recorded (fail open: the original)."""
+    """The bytes to forward and where the answer is recorded (fail open: the original).
+    A body holding what no database stores (NUL, lone surrogates) is stored cleaned
+    (sessions_app/unstorable.py `clean`) and forwarded as the client sent it."""
     raw = request.body
     try:
         decoded, hashes = decode_body(raw)
-        conversation = adapter.conversation(decoded)
+        unstorable = _UNSTORABLE.search(raw) is not None
+        conversation = adapter.conversation(clean(decoded) if unstorable else decoded)
     except (ValueError, AttributeError):
         return raw, None  # not a request ctxweb can read: upstream answers it
     if not conversation.messages:
         return raw, None
-    name = (request.headers.get("X-Ctxweb-Session") or "").strip()
     if hashes is not None and conversation.lead:  # the conversation's messages' only
         hashes = hashes[len(conversation.lead) :]
     try:
-        wanted = proxy_request(adapter, conversation, name=name, mode=mode, raw=hashes)
+        wanted = proxy_request(
+            adapter, conversation, name=_session_name(request), mode=mode, raw=hashes
+        )
         plan = plan_request(caller.user, wanted)
     except Exception as error:
         note_failure(error)
@@ -145,9 +196,18 @@ def _planned(
     recording = Recording(adapter=adapter, plan=plan, compact=plan.compact, asgi=asgi)
     if plan.head is None:
         return raw, recording
-    messages = [*plan.head, *conversation.messages[plan.tail_start :]]
+    return _rewritten(adapter, decoded, plan.head, plan.tail_start, unstorable), recording
+
+
+def _rewritten(
+    adapter: Adapter, decoded: Any, head: list[dict[str, Any]], tail_start: int, ascii: bool
+) -> bytes:
+    """The body with the runtime context's `head` before the client's own messages from
+    `tail_start` (as the client sent them; `ascii`: escaped, as a lone surrogate must be)."""
+    conversation = adapter.conversation(decoded)
+    messages = [*head, *conversation.messages[tail_start:]]
     outgoing = adapter.outgoing(decoded, conversation, messages)
-    return json.dumps(outgoing, ensure_ascii=False).encode("utf-8"), recording
+    return json.dumps(outgoing, ensure_ascii=ascii).encode("utf-8")
 
 
 async def _forward(

@@ -5,13 +5,17 @@ re-sent history varies as Claude Code's does (docs/behaviour.md#canonical-form).
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from typing import Any
 
 import anthropic
+import httpx
 import pytest
 
-from sessions_app.models import Session
+from sessions_app.models import Message, Session
+from sessions_app.proxy.mapping import MAX_NAME
+from tests.support.asgi_server import AsgiServer
 from tests.support.fake_anthropic import Reply
 from tests.support.fake_streaming import StreamingAnthropic
 
@@ -120,3 +124,70 @@ def test_a_reserialized_history_continues_the_same_session(
     assert session.title.endswith("(continued)") is False
     assert session.message_count == len(history) == 9
     assert len(upstream_anthropic.requests) == 4
+
+
+def _raw_turn(proxy: AsgiServer, key: str, body: Body, **headers: str) -> httpx.Response:
+    """One request with the body's bytes as written (JSON escapes kept)."""
+    return httpx.post(
+        f"{proxy.url}/proxy/anthropic/v1/messages",
+        content=json.dumps(body).encode("ascii"),  # ensure_ascii: "\ud800" stays an escape
+        headers={"x-api-key": key, "content-type": "application/json", **headers},
+        timeout=30,
+    )
+
+
+@pytest.mark.parametrize("bad", ["\ud800", "\x00"])
+@pytest.mark.parametrize("turn", [0, 1])
+def test_a_nul_or_lone_surrogate_is_stored_cleaned_and_recording_goes_on(
+    proxy_server: AsgiServer,
+    upstream_anthropic: StreamingAnthropic,
+    ctx_key: str,
+    bad: str,
+    turn: int,
+) -> None:
+    """Issue 23 item 3: every turn is stored (cleaned as imports clean it), and the upstream
+    gets the client's bytes unchanged."""
+    history: list[Body] = []
+    for n in range(5):
+        upstream_anthropic.enqueue(Reply.text(f"answer {n}"))
+        text = f"turn {n}{bad}end" if n == turn else f"turn {n}"
+        history.append({"role": "user", "content": text})
+        body = {"model": "m", "max_tokens": 20, "messages": history}
+        answered = _raw_turn(proxy_server, ctx_key, body)
+        assert answered.status_code == 200, answered.text
+        assert upstream_anthropic.requests[-1].body == body  # as the client sent it
+        history.append({"role": "assistant", "content": answered.json()["content"]})
+
+    [session] = Session.objects.all()
+    stored = [m.as_dict() for m in Message.objects.filter(session=session).order_by("seq")]
+    assert len(stored) == 10
+    cleaned = "\ufffd" if bad == "\ud800" else ""
+    assert stored[2 * turn]["content"] == f"turn {turn}{cleaned}end"
+    assert [m["role"] for m in stored] == ["user", "assistant"] * 5
+
+
+def test_a_session_name_too_long_is_refused_in_the_provider_format(
+    proxy_server: AsgiServer, upstream_anthropic: StreamingAnthropic, ctx_key: str
+) -> None:
+    """Issue 23 item 4: a name that cannot be kept whole is refused before anything is
+    stored or sent; one that fits keeps a 3-turn conversation in one session."""
+    long_name, fits = "n" * (MAX_NAME + 1), "n" * MAX_NAME
+    body = {"model": "m", "max_tokens": 20, "messages": [{"role": "user", "content": "hi"}]}
+    refused = _raw_turn(proxy_server, ctx_key, body, **{"X-Ctxweb-Session": long_name})
+    assert refused.status_code == 400
+    error = refused.json()
+    assert error["type"] == "error"
+    assert error["error"]["type"] == "invalid_request_error"
+    assert "X-Ctxweb-Session" in error["error"]["message"]
+    assert not Session.objects.exists()
+    assert not upstream_anthropic.requests
+    history: list[Body] = []
+    for n in range(3):
+        upstream_anthropic.enqueue(Reply.text(f"answer {n}"))
+        history.append({"role": "user", "content": f"turn {n}"})
+        body = {"model": "m", "max_tokens": 20, "messages": history}
+        answered = _raw_turn(proxy_server, ctx_key, body, **{"X-Ctxweb-Session": fits})
+        assert answered.status_code == 200, answered.text
+        history.append({"role": "assistant", "content": answered.json()["content"]})
+    [session] = Session.objects.all()
+    assert session.message_count == 6
