@@ -56,6 +56,7 @@ class Recording:
                 digest(answer.client),
                 compact=self.compact,
                 profile=self.plan.profile,
+                request=self.plan.request,
             )
         except Exception:
             logger.exception(

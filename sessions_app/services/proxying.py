@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -34,15 +34,12 @@ from ..models import CompactionProfile, Session
 from .auto import StoredCompaction, post_call_check, prepare_context
 from .context_text import Format
 from .errors import Conflict
-from .overhead import (
-    overhead_counts,
-    overhead_digest,
-    remembered_overhead_digest,
-)
+from .overhead import remembered_overhead_digest
 from .policies import policy_for, profile_for
 from .proxy_context import split_context
 from .proxy_map import Incoming, PrefixMap
 from .proxy_origin import link_agent_calls, origin_of
+from .proxy_overhead import remember_overhead
 from .sessions import (
     UNREAD,
     append_locked,
@@ -57,6 +54,9 @@ __all__ = ["ProxyPlan", "ProxyRequest", "plan_request", "record_answer"]
 
 #: How many recent sessions sharing a conversation key are checked for a matching prefix.
 _CANDIDATES = 20
+#: How many times a request is planned again when its session moved on under it, before
+#: it is stored as a session of its own.
+_ATTEMPTS = 4
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,9 @@ class ProxyPlan:
     compact: bool = True
     #: The profile read for this request, handed to `record_answer` (read once per request).
     profile: CompactionProfile | None = None
+    #: The request planned, handed to `record_answer`: an answer whose session moved on
+    #: without it is stored with the request's messages as a session of its own.
+    request: ProxyRequest | None = field(default=None, repr=False, compare=False)
 
 
 def plan_request(owner: User, request: ProxyRequest) -> ProxyPlan | None:
@@ -107,29 +110,29 @@ def plan_request(owner: User, request: ProxyRequest) -> ProxyPlan | None:
 
     None: a side request of an agent's session (below), forwarded as sent, stored nowhere.
     A session another request of the conversation moved on meanwhile (it no longer
-    continues) is looked for again once: the request then maps to another session or starts
-    one.
+    continues) is looked for again, a few times: the request then maps to another session
+    or starts one. One that keeps losing such races is stored as a session of its own: a
+    request is never forwarded unrecorded while the database answers (docs/behaviour.md,
+    "Concurrent requests of one conversation").
     """
     incoming = Incoming(request.digests)
     overhead = remembered_overhead_digest(request.system, request.tools)
-    try:
-        return _plan(owner, request, incoming, overhead)
-    except Conflict:
-        return _plan(owner, request, incoming, overhead)
+    for _ in range(_ATTEMPTS):
+        with contextlib.suppress(Conflict):
+            return _plan(owner, request, incoming, overhead)
+    return _plan(owner, request, incoming, overhead, alone=True)
 
 
 def _plan(
-    owner: User, request: ProxyRequest, incoming: Incoming, overhead: str
+    owner: User, request: ProxyRequest, incoming: Incoming, overhead: str, *, alone: bool = False
 ) -> ProxyPlan | None:
-    session_id = _matching(owner, request, incoming, overhead)
-    if session_id is None:
-        if _side_request(owner, request):
-            return None
-        session_id = _started_once(owner, request, incoming, overhead)
+    """`plan_request` once; Conflict when the matched session moved on meanwhile. `alone`:
+    in a new session of its own (it cannot conflict: no other request sees it before)."""
+    session_id = None if alone else _matching(owner, request, incoming, overhead)
+    if session_id is None and not alone and _side_request(owner, request):
+        return None
     with transaction.atomic():
-        locked = _locked(session_id)
-        if locked is None:
-            raise Conflict("the proxied session was deleted under the request")
+        locked = _session_for(owner, request, incoming, overhead, session_id, alone=alone)
         profile = _profile_of(locked)
         state = _state_of(locked, request.provider)
         prefix = PrefixMap.of(state)
@@ -139,15 +142,16 @@ def _plan(
                 raise Conflict("the proxied session changed under the request")
             if _append_new(locked, state, prefix, request, incoming, profile):
                 changes.update(appended_totals(locked))
-        kept = _remember(locked.pk, state, request, overhead)
+        kept = remember_overhead(locked.pk, state, request, overhead)
         if kept is not None:
             changes["proxy_overhead"] = kept
         _keep_map(state, prefix)
         Session.objects.filter(pk=locked.pk).update(**changes)  # one write of the row
         locked.proxy_state = state
     stored = len(request.digests)
+    plan = ProxyPlan(session_id=locked.pk, stored=stored, profile=profile, request=request)
     if (request.mode or profile.proxy_mode) != "compact":  # observe: record only
-        return ProxyPlan(session_id=locked.pk, stored=stored, compact=False, profile=profile)
+        return replace(plan, compact=False)
     compaction = None
     if _over(locked, profile):  # the pre-call check, from the stored counts
         compaction = prepare_context(locked, fmt=request.provider).compaction
@@ -155,14 +159,7 @@ def _plan(
     head, tail_start = split_context(locked, prefix, request.provider)
     if tail_start > stored:  # a retry whose stored answer is in the rewritten part
         head, tail_start = None, 0
-    return ProxyPlan(
-        session_id=locked.pk,
-        stored=stored,
-        head=head,
-        tail_start=tail_start,
-        compaction=compaction,
-        profile=profile,
-    )
+    return replace(plan, head=head, tail_start=tail_start, compaction=compaction)
 
 
 def record_answer(
@@ -173,47 +170,94 @@ def record_answer(
     *,
     compact: bool = True,
     profile: CompactionProfile | None = None,
+    request: ProxyRequest | None = None,
 ) -> bool:
     """Append the model's answer (`message`, with its real usage) after the request's
-    messages; then the post-call check may queue a compaction. False when the session moved
-    on meanwhile (another request of the same conversation answered first).
+    messages; then the post-call check may queue a compaction. False when the session was
+    deleted meanwhile, or moved on without this answer and `request` is None.
 
     The answer to a retry (the request's messages are the stored ones minus the stored
     answer) is not stored again: its digest becomes an alias of the stored answer, so the
-    client's next request, which carries this answer, continues the session.
+    client's next request, which carries this answer, continues the session. An answer the
+    session already holds (another client's identical one) is not stored again either.
+    When other requests of the conversation moved the session on without this answer, the
+    request's messages and the answer are stored as a session of their own (`request`: the
+    plan's, `ProxyPlan.request`): the client's next request continues that one.
 
     `profile`: the one the request's plan read (`ProxyPlan.profile`); None: read now."""
+    answer = dict(message)
     with transaction.atomic():
         locked = _locked(session_id)
         if locked is None:
             return False
-        state = dict(locked.proxy_state or {})
-        prefix = PrefixMap.of(state)
-        changes: dict[str, Any] = {"proxy_state": state}
-        if prefix.count == stored + 1 and prefix.answered == stored:
-            prefix.add_alias(stored, digest)
-            answered = False
-        elif prefix.count == stored:
-            profile = profile or _profile_of(locked)
-            _append(locked, state, [dict(message)], profile)
-            changes.update(appended_totals(locked))
-            prefix.add_answer(digest)
-            answered = True
-        else:
-            return False
-        _keep_map(state, prefix)
-        usage = reported_usage([message]) if answered and compact else None
-        over = False
-        if usage is not None:  # what post_call_check records, in this transaction
-            locked.last_usage = changes["last_usage"] = usage
-            policy = policy_for(locked, profile or _profile_of(locked))
-            over = policy.enabled and policy.scaled(usage["total_tokens"]) >= policy.threshold
-        Session.objects.filter(pk=locked.pk).update(**changes)
+        recorded = _record_locked(locked, stored, answer, digest, compact, profile)
+    if recorded is None:
+        return request is not None and _record_alone(locked, request, answer, digest, compact)
+    answered, over = recorded
     if over:  # the post-call check queues the compaction (the usage is recorded already)
-        post_call_check(locked, [dict(message)])
+        post_call_check(locked, [answer])
     if answered:  # a subagent that started before this answer was stored gets its call
-        link_agent_calls(locked, message.get("content"))
+        link_agent_calls(locked, answer.get("content"))
     return True
+
+
+def _record_locked(
+    locked: Session,
+    stored: int,
+    answer: dict[str, Any],
+    digest: str,
+    compact: bool,
+    profile: CompactionProfile | None,
+) -> tuple[bool, bool] | None:
+    """`record_answer` in its transaction: whether the answer was appended, and whether the
+    post-call check is to queue a compaction; None: the session moved on without it."""
+    state = dict(locked.proxy_state or {})
+    prefix = PrefixMap.of(state)
+    changes: dict[str, Any] = {"proxy_state": state}
+    if prefix.count == stored + 1 and prefix.answered == stored:
+        prefix.add_alias(stored, digest)
+        answered = False
+    elif prefix.count == stored:
+        profile = profile or _profile_of(locked)
+        _append(locked, state, [answer], profile)
+        changes.update(appended_totals(locked))
+        prefix.add_answer(digest)
+        answered = True
+    else:
+        return (False, False) if _holds(prefix, stored, digest) else None
+    _keep_map(state, prefix)
+    usage = reported_usage([answer]) if answered and compact else None
+    over = False
+    if usage is not None:  # what post_call_check records, in this transaction
+        locked.last_usage = changes["last_usage"] = usage
+        policy = policy_for(locked, profile or _profile_of(locked))
+        over = policy.enabled and policy.scaled(usage["total_tokens"]) >= policy.threshold
+    Session.objects.filter(pk=locked.pk).update(**changes)
+    return answered, over
+
+
+def _holds(prefix: PrefixMap, index: int, digest: str) -> bool:
+    """True when the session's client message at `index` (still in the map's window) is
+    the answer with `digest`, or has it as an alias."""
+    if not prefix.start <= index < prefix.count:
+        return False
+    return digest == prefix.digests[index - prefix.start] or digest in prefix.aliases.get(
+        str(index), ()
+    )
+
+
+def _record_alone(
+    moved: Session, request: ProxyRequest, answer: dict[str, Any], digest: str, compact: bool
+) -> bool:
+    """The request's messages then its answer, as a session of their own (the one planned,
+    `moved`, went on without this answer); no compaction before the answer is stored."""
+    owner = User.objects.get(pk=moved.owner_id)
+    overhead = remembered_overhead_digest(request.system, request.tools)
+    observed = replace(request, mode="observe")
+    plan = _plan(owner, observed, Incoming(request.digests), overhead, alone=True)
+    if plan is None:  # never, when alone
+        return False
+    return record_answer(plan.session_id, plan.stored, answer, digest, compact=compact)
 
 
 def _keep_map(state: dict[str, Any], prefix: PrefixMap) -> None:
@@ -345,17 +389,31 @@ def _matching(
     return None
 
 
-def _started_once(
-    owner: User, request: ProxyRequest, incoming: Incoming, overhead: str
-) -> uuid.UUID:
-    """A new session for the request, unless another request of the same conversation
-    started one meanwhile (a client sending the same first request twice at once): starts
-    are taken in turn per owner (the owner's row is locked; SQLite writes in turn anyway)
-    and the session looked for again, then made with its key in one transaction."""
-    with transaction.atomic():
+def _session_for(
+    owner: User,
+    request: ProxyRequest,
+    incoming: Incoming,
+    overhead: str,
+    session_id: uuid.UUID | None,
+    *,
+    alone: bool,
+) -> Session:
+    """The session to store the request in, locked for the caller's transaction: that of
+    `session_id`, else one started in this transaction (filled before any other request
+    can see it). Unless `alone`, starts are taken in turn per owner (the owner's row is
+    locked until the transaction ends; SQLite writes in turn anyway) and the session is
+    looked for again first: a client sending the same first request twice at once, or a
+    request that lost its session to another one, finds the session started meanwhile
+    whole, never a new one still empty (which any request would continue)."""
+    if session_id is None and not alone:
         list(User.objects.select_for_update().filter(pk=owner.pk).values_list("pk", flat=True))
-        found = _matching(owner, request, incoming, overhead)
-        return found if found is not None else _started(owner, request).pk
+        session_id = _matching(owner, request, incoming, overhead)
+    if session_id is None:
+        session_id = _started(owner, request).pk
+    locked = _locked(session_id)
+    if locked is None:
+        raise Conflict("the proxied session was deleted under the request")
+    return locked
 
 
 def _started(owner: User, request: ProxyRequest) -> Session:
@@ -385,38 +443,3 @@ def _state_of(session: Session, provider: str) -> dict[str, Any]:
     if not state:
         state = {"provider": provider, "offset": session.next_seq}
     return state
-
-
-def _remember(
-    pk: uuid.UUID, state: dict[str, Any], request: ProxyRequest, overhead: str
-) -> dict[str, Any] | None:
-    """Keep the latest model in `state`, and the counts and digest of the latest system
-    prompt and tools (a request without one keeps the stored one). Returns what
-    `proxy_overhead` becomes, None when unchanged: an unchanged system and tools are
-    neither written nor counted again."""
-    if request.model:
-        state["model"] = request.model
-    legacy = {key: state.pop(key) for key in ("system", "tools") if key in state}
-    if request.system is None and request.tools is None and not legacy:
-        if "overhead_digest" not in state:  # none yet: a retry compares the digest of none
-            state.update(system_tokens=0, tools_tokens=0, overhead_digest=overhead)
-        return None
-    if request.system is not None and request.tools is not None:
-        system, tools, digest = request.system, request.tools, overhead
-    else:  # one of them kept from before: read the stored ones (rare)
-        stored = legacy or _stored_overhead(pk)
-        system = request.system if request.system is not None else stored.get("system")
-        tools = request.tools if request.tools is not None else stored.get("tools")
-        digest = overhead_digest(system, tools)
-    if state.get("overhead_digest") == digest and not legacy:
-        return None
-    state.update(overhead_counts(system, tools))
-    state["overhead_digest"] = digest
-    kept = {"system": system, "tools": tools}
-    return {key: value for key, value in kept.items() if value is not None}
-
-
-def _stored_overhead(pk: uuid.UUID) -> dict[str, Any]:
-    rows = Session.objects.filter(pk=pk).values_list("proxy_overhead", flat=True)
-    stored = rows.first()
-    return dict(stored) if isinstance(stored, Mapping) else {}

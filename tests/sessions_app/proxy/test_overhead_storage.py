@@ -17,7 +17,7 @@ from sessions_app.models import Session
 from sessions_app.proxy.anthropic import AnthropicAdapter
 from sessions_app.proxy.digests import decode_body, digest
 from sessions_app.proxy.mapping import proxy_request
-from sessions_app.services import overhead, proxying
+from sessions_app.services import overhead, proxy_overhead
 from sessions_app.services.proxying import ProxyPlan, ProxyRequest, plan_request, record_answer
 
 pytestmark = pytest.mark.django_db
@@ -66,7 +66,7 @@ def test_an_unchanged_system_and_tools_are_neither_written_nor_counted(
     def not_again(*args: Any, **kwargs: Any) -> dict[str, int]:
         raise AssertionError("counted again")
 
-    monkeypatch.setattr(proxying, "overhead_counts", not_again)
+    monkeypatch.setattr(proxy_overhead, "overhead_counts", not_again)
     with CaptureQueriesContext(connection) as captured:
         plan = plan_request(user, _request(history, system=SYSTEM, tools=TOOLS))
     assert plan is not None
