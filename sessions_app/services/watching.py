@@ -44,7 +44,7 @@ from ..importers.parse import parse_source
 from ..importers.source import open_source
 from ..models import Session
 from .importing import find_source_session, merge_tree, source_identity, store_imported
-from .importing.cuts import find_cuts
+from .importing.cuts import Cuts, find_cuts
 from .importing.restart import BEHIND, CONTINUES, DIVERGED, compare, mark_restart
 from .watch_walk import AGENT_FILE, Walk
 
@@ -188,8 +188,11 @@ def _read_offsets(owner: AbstractBaseUser) -> dict[str, tuple[int, int]]:
     return known
 
 
-def sync_file(owner: AbstractBaseUser, path: Path, *, settled: bool = False) -> FileSync:
-    """Read what is new in the transcript at `path` into its session.
+def sync_file(
+    owner: AbstractBaseUser, path: Path, *, settled: bool = False, from_start: bool = False
+) -> FileSync:
+    """Read what is new in the transcript at `path` into its session (`from_start`: read
+    the whole file again, as for a file that shrank or was replaced).
 
     A session file holding only sidechain lines so far waits for its main thread unless
     `settled` (it has been quiet for the settle period): then it is stored as a one-shot
@@ -202,7 +205,7 @@ def sync_file(owner: AbstractBaseUser, path: Path, *, settled: bool = False) -> 
     with open(path, "rb") as file:
         info = os.fstat(file.fileno())
         size = info.st_size
-        resume = _resume_point(session, file, size)
+        resume = None if from_start else _resume_point(session, file, size)
         known = session if resume is not None else None
         start, seq = resume or (0, 0)
         if known is not None and size == known.source_offset:
@@ -215,34 +218,45 @@ def sync_file(owner: AbstractBaseUser, path: Path, *, settled: bool = False) -> 
         cuts = find_cuts(data[: data.rfind(b"\n") + 1], fmt)
         if known is not None and start + cuts.end == known.source_offset:
             return FileSync(text)
-        cut = cuts.last
-        if known is None and not cuts.main and not _AGENT_FILE.match(path.name):
-            if not settled:  # only sidechain lines yet: wait for the main thread
-                return FileSync(text, done=False, waiting=True)
-            # No main thread came: stored whole, so later lines are read from its end
-            # (from an earlier cut they would be parsed apart from the lines stored).
-            cut = cuts.end
+        if known is not None and cuts.rewound:  # placed against the whole file
+            return sync_file(owner, path, settled=settled, from_start=True)
+        cut = _cut(known, cuts, path, settled)
+        if cut is None:  # only sidechain lines yet: wait for the main thread
+            return FileSync(text, done=False, waiting=True)
         fingerprint = f"{_fingerprint(file, start + cuts.end)}@{info.st_mtime_ns}"
     reread = session is not None and known is None
-    # Read from its start again (docs/behaviour.md, "Watched files that shrink or are
-    # replaced"): a file holding fewer messages leaves its session as it is; one that
-    # differs from its session restarted, and its content is a new session.
-    relation = _relation(session, data[: cuts.end], path) if reread else CONTINUES
-    if relation == BEHIND:
+    # docs/behaviour.md, "Watched files that shrink or are replaced": a file read again
+    # holding fewer messages leaves its session as it is; one that differs from its session
+    # (a rewound history too) restarted, and its content is a new session.
+    relation = _relation(session, data[: cuts.end], path, seq)
+    if relation == BEHIND and reread:
         return FileSync(text, reread=True)
+    if relation == DIVERGED and known is not None:  # differs before its last cut
+        return sync_file(owner, path, settled=settled, from_start=True)
     return _Sync(owner, path, fmt, known, fresh=relation == DIVERGED).run(
         data, start, seq, cut, cuts.end, fingerprint, previous=session, reread=reread
     )
 
 
-def _relation(session: Session | None, data: bytes, path: Path) -> str:
-    """How the complete lines `data` (a file read from its start) stand to `session`."""
+def _cut(known: Session | None, cuts: Cuts, path: Path, settled: bool) -> int | None:
+    """Where the open tail of the part starts; None while a new session file holds only
+    sidechain lines and has not been quiet for the settle period."""
+    if known is not None or cuts.main or _AGENT_FILE.match(path.name):
+        return cuts.last
+    # No main thread came: stored whole, so later lines are read from its end (from an
+    # earlier cut they would be parsed apart from the lines stored).
+    return cuts.end if settled else None
+
+
+def _relation(session: Session | None, data: bytes, path: Path, seq: int) -> str:
+    """How the complete lines `data` (read from the cut where message `seq` was read)
+    stand to `session`."""
     if session is None:
         return CONTINUES
     with open_source(data, name=path.name) as opened:
         imported = parse_source(opened, session.source_format, subagents=False)
     try:
-        return compare(session, imported)
+        return compare(session, imported, seq)
     finally:
         imported.close()
 

@@ -50,11 +50,15 @@ _CODEX_OUTPUTS = frozenset(
 class Cuts:
     """`last`: offset of the newest cut (0: none after the start); `end`: where the complete
     part ends (before a trailing compaction boundary still waiting for its summary); `main`:
-    a main-thread message was seen (always true for Codex)."""
+    a main-thread message was seen (always true for Codex); `rewound`: more than one
+    Claude Code main-thread message hangs from a line before the part (`parentUuid` not in
+    it): the conversation forked back past the part's start (a rewind), which a part read
+    alone cannot place."""
 
     last: int
     end: int
     main: bool = True
+    rewound: bool = False
 
 
 def find_cuts(data: bytes, format: str) -> Cuts:
@@ -63,8 +67,13 @@ def find_cuts(data: bytes, format: str) -> Cuts:
     last = 0
     boundary_at: int | None = None
     main = format != "claude_code"
+    seen: set[Any] = set()
+    roots = 0
     for offset, record in _records(data):
         main = main or _main_message(record)
+        if _main_message(record) and record.get("parentUuid") not in seen:
+            roots += record.get("parentUuid") is not None
+        seen.add(record.get("uuid"))
         clean = state.starts_clean(record)  # always: it also notes the line
         if clean and offset:
             last = offset
@@ -72,7 +81,7 @@ def find_cuts(data: bytes, format: str) -> Cuts:
             boundary_at = offset if boundary_at is None else boundary_at
         if not state.boundary_open:
             boundary_at = None
-    return Cuts(last, len(data) if boundary_at is None else boundary_at, main)
+    return Cuts(last, len(data) if boundary_at is None else boundary_at, main, roots > 1)
 
 
 def _main_message(record: Mapping[str, Any]) -> bool:

@@ -29,25 +29,29 @@ BEHIND: Final = "behind"
 DIVERGED: Final = "diverged"
 
 
-def compare(session: Session, imported: ImportedSession) -> str:
-    """How `imported` (a file read from its start) stands to the messages stored in
-    `session`, compared over the messages both have: `CONTINUES` (it holds them all, maybe
-    more), `BEHIND` (it holds fewer, all stored: a truncated file), `DIVERGED` (a message
-    differs: another conversation, or other lines written after a truncation). Messages
-    are the same with the same role and source id (where both have one), else the same
-    content; the last message compared may have grown (a reply still streaming)."""
-    count = session.messages.count()
+def compare(session: Session, imported: ImportedSession, start: int = 0) -> str:
+    """How `imported` (a file read from its start, or from the cut where message `start`
+    was read) stands to the messages stored in `session` from `start`, compared over the
+    messages both have: `CONTINUES` (it holds them all, maybe more), `BEHIND` (it holds
+    fewer, all stored: a truncated file), `DIVERGED` (a message differs: another
+    conversation, other lines after a truncation, a rewound history). Messages are the
+    same with the same role and source id (where both have one), else the same content;
+    the last message compared may have grown (a reply still streaming)."""
+    stored = Message.objects.filter(session=session, seq__gte=start)
+    count = stored.count()
     overlap = min(count, len(imported.messages))
-    rows = Message.objects.filter(session=session, seq__lt=overlap).order_by("seq")
+    rows = stored.filter(seq__lt=start + overlap).order_by("seq")
     for offset in range(0, overlap, CHUNK):
         for row in rows[offset : offset + CHUNK]:
-            if not _same(row, imported.messages[row.seq], last=row.seq == overlap - 1):
+            index = row.seq - start
+            if not _same(row, imported.messages[index], last=index == overlap - 1):
                 return DIVERGED
     return CONTINUES if overlap == count else BEHIND
 
 
 def _same(row: Message, item: ImportedMessage, *, last: bool) -> bool:
-    if row.role != item.role:
+    # A system message read first in a part is stored as a marked user message (merge.py).
+    if row.role != item.role and not (item.role == "system" and row.role == "user"):
         return False
     source_id = item.original_id[:200]
     if row.original_id and source_id:

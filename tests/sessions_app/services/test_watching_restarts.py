@@ -12,6 +12,7 @@ import pytest
 
 from sessions_app.models import Message, Session
 from sessions_app.services.watching import Watcher
+from tests.sessions_app import samples
 from tests.sessions_app.transcripts import cc_assistant, cc_user, jsonl, text
 from tests.support.replay import describe, import_once
 
@@ -40,7 +41,15 @@ def _watch(folder: Path, user: Any) -> None:
 
 
 def _sessions(user: Any) -> list[Session]:
-    return list(Session.objects.filter(owner=user, parent__isnull=True).order_by("created_at"))
+    """The owner's sessions, the one the file gave up first (their times come from the
+    transcript, so they may tie)."""
+    sessions = Session.objects.filter(owner=user, parent__isnull=True).order_by("created_at")
+    return sorted(sessions, key=lambda s: "file_restarted" not in s.metadata)
+
+
+def _text(message: Message) -> str:
+    content = message.content
+    return content if isinstance(content, str) else content[0]["text"]
 
 
 def _count(session: Session) -> int:
@@ -134,3 +143,23 @@ def test_a_file_replaced_by_another_conversation_is_a_new_session(user: Any, fol
     path.write_text(_conversation("another", 2, session="sess-2"))
     _watch(folder, user)
     _assert_restarted(user, path, kept=12)
+
+
+def test_a_history_rewound_after_a_scan_goes_on_in_a_new_session(user: Any, folder: Path) -> None:
+    source = samples.samples_dir() / "cclog_dag_compact_after_rewind.synthetic.jsonl"
+    data = source.read_bytes()
+    path = folder / source.name
+    path.write_bytes(data[: data.index(b'"b2u"') + 3])  # the first branch, half a line after
+    _watch(folder, user)
+    assert len(_sessions(user)) == 1
+    path.write_bytes(data)  # Claude Code rewound to "Ready" and took another branch
+    _watch(folder, user)
+    earlier, current = _sessions(user)
+    assert [_text(m) for m in Message.objects.filter(session=earlier).order_by("seq")] == [
+        "Start",
+        "Ready",
+        "First attempt",
+        "First answer",
+    ]
+    _assert_restarted(user, path, kept=4)
+    assert "First attempt" not in [_text(m) for m in Message.objects.filter(session=current)]
