@@ -13,13 +13,13 @@ from datetime import timedelta
 from typing import Any, NoReturn
 
 from django.conf import settings
-from django.core.cache import cache
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja.errors import AuthenticationError, HttpError
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
+from .counters import Count, count
 from .models import ApiKey
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "authenticate_key",
     "client_id",
     "note_auth_failure",
+    "refuse_failed",
 ]
 
 #: last_used_at is written at most this often per key (it is a hint, not an audit log).
@@ -72,29 +73,28 @@ def _digest(value: str) -> str:
     return hashlib.sha256(value.encode("utf-8", "replace")).hexdigest()[:32]
 
 
-def note_auth_failure(request: HttpRequest, token: str | None = None) -> None:
+def note_auth_failure(request: HttpRequest, token: str | None = None) -> Count:
     """Count one failed authentication of this client address and, when `token` is shaped
-    like an API key, of that key (each count expires after the window)."""
-    for key in _failure_keys(request, token):
-        if cache.add(key, 1, timeout=_failure_window()):
-            continue
-        try:
-            cache.incr(key)
-        except ValueError:
-            cache.set(key, 1, timeout=_failure_window())
+    like an API key, of that key; the higher of the counts after this one.
+
+    Counted before it is compared (sessions_app/counters.py): of failures arriving together
+    exactly CTXWEB_AUTH_FAILURE_LIMIT are within the limit, whatever the cache.
+    """
+    return count(_failure_keys(request, token), _failure_window())
 
 
-def _throttled(request: HttpRequest, token: str | None) -> bool:
-    counts = cache.get_many(_failure_keys(request, token))
-    return any(int(count or 0) >= _failure_limit() for count in counts.values())
+def refuse_failed(request: HttpRequest, token: str | None) -> Throttled | None:
+    """Count a failed authentication; `Throttled` (to raise) once past the limit."""
+    counted = note_auth_failure(request, token)
+    return Throttled(counted.retry_after) if counted.value > _failure_limit() else None
 
 
 class Throttled(HttpError):
     """Too many failed authentications from this client, or with this key's prefix."""
 
-    def __init__(self) -> None:
+    def __init__(self, retry_after: int | None = None) -> None:
         super().__init__(429, "too many failed authentication attempts; try again later")
-        self.retry_after = _failure_window()
+        self.retry_after = retry_after if retry_after is not None else _failure_window()
 
 
 def authenticate_key(key: str) -> Any | None:
@@ -123,7 +123,8 @@ class ApiKeyAuth(HttpBearer):
     The key is checked first: a valid key always passes, so nobody can lock its owner out
     by failing from the same address or with the same key prefix. Only failures count;
     past CTXWEB_AUTH_FAILURE_LIMIT of them in the window, from this address or with this
-    key prefix, a failure is answered 429 (with Retry-After) instead of 401.
+    key prefix, a failure is answered 429 (with Retry-After) instead of 401. Each failure
+    is counted before it is compared, so failures arriving together cannot pass together.
     """
 
     def __call__(self, request: HttpRequest) -> Any | None:
@@ -143,9 +144,9 @@ class ApiKeyAuth(HttpBearer):
 
 
 def _refuse(request: HttpRequest, token: str | None, message: str) -> NoReturn:
-    if _throttled(request, token):
-        raise Throttled()
-    note_auth_failure(request, token)
+    throttled = refuse_failed(request, token)
+    if throttled is not None:
+        raise throttled
     raise AuthenticationError(message=message)
 
 

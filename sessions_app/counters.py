@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import math
+import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.core.cache import cache
+from django.core.cache import DEFAULT_CACHE_ALIAS, cache, caches
 from django.core.cache.backends.locmem import LocMemCache
 from django.core.cache.backends.memcached import BaseMemcachedCache
 from django.core.cache.backends.redis import RedisCache
@@ -32,6 +34,9 @@ from django.utils import timezone
 
 __all__ = ["Count", "RateCounter", "count", "counted_in_cache", "uncount"]
 
+#: One count in this many deletes the counters ended over an hour ago.
+_SWEEP_CHANCE = 1 / 100
+_SWEEP_AFTER_SECONDS = 3600
 #: The cache backends whose `add` and `incr` are atomic.
 _ATOMIC_CACHES = (RedisCache, BaseMemcachedCache, LocMemCache)
 
@@ -58,24 +63,36 @@ class Count:
 
 def counted_in_cache() -> bool:
     """True when the counts live in the cache (one whose increments are atomic)."""
-    return isinstance(cache, _ATOMIC_CACHES)
+    # `cache` is a proxy; the backend itself is in `caches`.
+    return isinstance(caches[DEFAULT_CACHE_ALIAS], _ATOMIC_CACHES)
 
 
-def count(key: str, window: int) -> Count:
-    """Add one to the counter `key` (ended `window` seconds after its first count)."""
+def count(keys: Sequence[str], window: int) -> Count:
+    """Add one to each counter of `keys` (each ended `window` seconds after its first
+    count); the highest count after this one.
+
+    In the table, the counters of one call are raised in one transaction, in the order
+    given: concurrent calls are counted in the same order on every counter, so the calls
+    within the limit on one are within it on the others.
+    """
     window = max(1, int(window))
     if counted_in_cache():
-        return Count(_cache_count(key, window), window)
-    return _row_count(key, window)
+        return Count(max(_cache_count(key, window) for key in keys), window)
+    _sweep()
+    with transaction.atomic():
+        counts = [_row_count(key, window) for key in keys]
+    return max(counts, key=lambda counted: counted.value)
 
 
-def uncount(key: str) -> None:
-    """Take back one count of `key` (a login that turned out right), never below zero."""
-    if counted_in_cache():
-        with contextlib.suppress(ValueError):  # ended meanwhile: nothing to take back
-            cache.decr(key)
-        return
-    RateCounter.objects.filter(key=key, count__gt=0).update(count=F("count") - 1)
+def uncount(keys: Sequence[str]) -> None:
+    """Take back one count of each of `keys` (a login that turned out right), never below
+    zero."""
+    for key in keys:
+        if counted_in_cache():
+            with contextlib.suppress(ValueError):  # ended meanwhile: nothing to take back
+                cache.decr(key)
+        else:
+            RateCounter.objects.filter(key=key, count__gt=0).update(count=F("count") - 1)
 
 
 def _cache_count(key: str, window: int) -> int:
@@ -88,6 +105,18 @@ def _cache_count(key: str, window: int) -> int:
         return 1
 
 
+def _sweep() -> None:
+    """Delete counters ended long ago, now and then; never one another request holds."""
+    if random.random() >= _SWEEP_CHANCE:
+        return
+    ended = timezone.now() - timedelta(seconds=_SWEEP_AFTER_SECONDS)
+    with transaction.atomic():
+        held = RateCounter.objects.select_for_update(skip_locked=True)
+        RateCounter.objects.filter(
+            key__in=held.filter(expires_at__lt=ended).values("key")[:1000]
+        ).delete()
+
+
 def _row_count(key: str, window: int) -> Count:
     for _ in range(3):
         raised = _raise_row(key, window)
@@ -95,11 +124,8 @@ def _row_count(key: str, window: int) -> Count:
             return raised
         try:
             with transaction.atomic():
-                now = timezone.now()
-                RateCounter.objects.filter(expires_at__lt=now).delete()
-                RateCounter.objects.create(
-                    key=key, count=1, expires_at=now + timedelta(seconds=window)
-                )
+                expires_at = timezone.now() + timedelta(seconds=window)
+                RateCounter.objects.create(key=key, count=1, expires_at=expires_at)
             return Count(1, window)
         except IntegrityError:  # another request made the row first: count on it
             continue
@@ -108,7 +134,7 @@ def _row_count(key: str, window: int) -> Count:
 
 def _raise_row(key: str, window: int) -> Count | None:
     """One count on an existing row, in one statement (its lock held until the read)."""
-    with transaction.atomic():
+    with transaction.atomic():  # a savepoint inside count's transaction
         now = timezone.now()
         ended = When(expires_at__lte=now, then=Value(1))
         restarted = When(expires_at__lte=now, then=Value(now + timedelta(seconds=window)))

@@ -2,10 +2,10 @@
 
 `SummarizerThrottle("compact")` limits a caller to CTXWEB_THROTTLE_COMPACT requests (e.g.
 `30/min`) per window. The caller is the API key that authenticated the request, or the user
-of a browser session. Counts live in Django's cache (the project's CACHES: shared by every
-web process in production, docs/deployment.md), one counter per caller and fixed window,
-raised with the cache's atomic `add`/`incr`. Over the limit, django-ninja answers 429 with
-`Retry-After` (the seconds left in the window).
+of a browser session. One counter per caller and fixed window, shared by every web process
+(sessions_app/counters.py: Redis or Memcached, else a database row), counted before it is
+compared: of requests arriving together exactly the limit pass. Over the limit, django-ninja
+answers 429 with `Retry-After` (the seconds left in the window).
 
 Unlike `ninja.throttling.SimpleRateThrottle`, no per-request state is kept on the (shared)
 throttle object: with threaded web processes two requests may be checked at once.
@@ -21,11 +21,11 @@ from collections.abc import Callable
 from typing import Final
 
 from django.conf import settings
-from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest
 from ninja.throttling import BaseThrottle
 
+from ..counters import count
 from ..models import ApiKey
 
 __all__ = ["SummarizerThrottle", "parse_rate"]
@@ -69,15 +69,7 @@ class SummarizerThrottle(BaseThrottle):
         now = self.timer()
         window = int(now // period)
         key = f"ctxweb:throttle:{self.scope}:{_caller(request)}:{period}:{window}"
-        if cache.add(key, 1, timeout=period + 1):
-            count = 1
-        else:
-            try:
-                count = cache.incr(key)
-            except ValueError:  # expired between add and incr
-                cache.set(key, 1, timeout=period + 1)
-                count = 1
-        if count <= limit:
+        if count([key], period + 1).value <= limit:
             return True
         self._local.wait = (window + 1) * period - now
         return False
