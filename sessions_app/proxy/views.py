@@ -18,6 +18,7 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from ..auth import Throttled
 from ..middleware import max_body_bytes, oversized_body
 from ..services.proxying import plan_request
 from ..unstorable import clean
@@ -98,6 +99,8 @@ async def _answered(
         try:  # one hop to a thread for the key check and the storing
             prepared = step(_prepared, asgi=isinstance(request, ASGIRequest))
             caller, body, recording = await prepared(request, adapter, mode, record)
+        except Throttled as throttled:  # too many failed authentications (proxy/auth.py)
+            return _throttled(adapter, throttled)
         except DatabaseError:
             logger.exception("proxy: ctxweb's database is unavailable; the key cannot be checked")
             return _unavailable(adapter)
@@ -125,6 +128,12 @@ def _invalid_headers(mode: str, name: str) -> str | None:
     if len(name) > MAX_NAME:
         return f"X-Ctxweb-Session is {len(name)} characters long; at most {MAX_NAME} are allowed"
     return None
+
+
+def _throttled(adapter: Adapter, throttled: Throttled) -> HttpResponseBase:
+    response = error_response(adapter.provider, 429, "rate_limit_error", str(throttled))
+    response["Retry-After"] = str(throttled.retry_after)
+    return response
 
 
 def _unavailable(adapter: Adapter) -> HttpResponseBase:
