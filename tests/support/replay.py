@@ -19,7 +19,6 @@ fraction of its length as the session file), after the session file's piece.
 from __future__ import annotations
 
 import itertools
-import json
 import re
 import shutil
 import time
@@ -30,6 +29,7 @@ from typing import Any, Final
 
 from django.contrib.auth import get_user_model
 
+from sessions_app.canonical import canonical_json
 from sessions_app.models import Message, Session
 from sessions_app.services.importing import import_file
 from sessions_app.services.watching import Watcher
@@ -50,8 +50,6 @@ _owners = itertools.count(1)
 #: A one-shot import makes a sample's repeated placeholder tool ids unique as `id~2`; a part
 #: read alone cannot know the earlier ones, so the suffix is not compared.
 _UNIQUE_SUFFIX = re.compile(r"~\d+$")
-#: Per-request markers a client moves between requests: never part of a message's identity.
-_IGNORED_KEYS: Final = frozenset({"cache_control"})
 _ID_KEYS: Final = frozenset({"id", "tool_use_id"})
 
 
@@ -166,11 +164,10 @@ def count(sessions: Sessions) -> int:
 
 
 def canonical_content(content: Any) -> str:
-    """A message's content as compared: a string and one text block are the same, key order
-    and per-request markers (`cache_control`) do not count, nor `~n` tool id suffixes."""
-    if isinstance(content, str):
-        content = [{"type": "text", "text": content}]
-    return json.dumps(_strip(content), sort_keys=True, ensure_ascii=False, default=str)
+    """A message's content as compared: its canonical form (sessions_app/canonical.py: a
+    string and one text block are the same, key order, `cache_control` and empty values do
+    not count), tool ids without a one-shot import's `~n` suffix."""
+    return canonical_json({"role": "", "content": _strip(content)})
 
 
 def _strip(value: Any) -> Any:
@@ -178,7 +175,6 @@ def _strip(value: Any) -> Any:
         return {
             key: _strip(_suffix_free(item) if key in _ID_KEYS else item)
             for key, item in value.items()
-            if key not in _IGNORED_KEYS
         }
     if isinstance(value, list):
         return [_strip(item) for item in value]

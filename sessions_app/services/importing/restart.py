@@ -11,11 +11,11 @@ conversation), its content is a new session and the stored one is kept as it was
 
 from __future__ import annotations
 
-import json
-from typing import Any, Final
+from typing import Final
 
 from django.utils import timezone
 
+from ...canonical import canonical_json
 from ...importers import ImportedMessage, ImportedSession
 from ...models import Message, Session
 from .rows import message_row
@@ -35,8 +35,9 @@ def compare(session: Session, imported: ImportedSession, start: int = 0) -> str:
     messages both have: `CONTINUES` (it holds them all, maybe more), `BEHIND` (it holds
     fewer, all stored: a truncated file), `DIVERGED` (a message differs: another
     conversation, other lines after a truncation, a rewound history). Messages are the
-    same with the same role and source id (where both have one), else the same content;
-    the last message compared may have grown (a reply still streaming)."""
+    same with the same role and source id (where both have one), else the same content in
+    canonical form (sessions_app/canonical.py); the last message compared may have grown (a
+    reply still streaming)."""
     stored = Message.objects.filter(session=session, seq__gte=start)
     count = stored.count()
     overlap = min(count, len(imported.messages))
@@ -59,11 +60,9 @@ def _same(row: Message, item: ImportedMessage, *, last: bool) -> bool:
     if last:
         return True
     fresh = message_row(row.session, row.seq, item, 0, row.created_at)
-    return _json(fresh.content) == _json(row.content)
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+    return canonical_json({"role": row.role, "content": fresh.content}) == canonical_json(
+        {"role": row.role, "content": row.content}
+    )
 
 
 def mark_restart(previous: Session, current: Session, reason: str) -> None:
