@@ -8,9 +8,9 @@ Two kinds, both of one owner:
   call or none, the same first message, one history a prefix of the other): the watcher
   re-created it on a later scan.
 
-Messages are compared in a canonical form (`canonical`: string content as one text block,
-`cache_control` and null or empty fields ignored, key order ignored). The earliest session
-(by `created_at`) keeps its id; it gets the messages only the later one has, the later
+Messages are compared in their canonical form (sessions_app/canonical.py: string content as
+one text block, `cache_control` and null or empty fields ignored, key order ignored). The
+earliest session (by `created_at`) keeps its id; it gets the messages only the later one has, the later
 one's subagents and jobs, and the later one is deleted. Nothing is lost: a pair is skipped
 (and counted) when both have compactions, when the one to delete has compactions and the
 fewer messages, when it has an active job, or when the histories diverge.
@@ -21,18 +21,17 @@ models (`apps.get_model`) and no module here imports `sessions_app.models`.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
 from django.db import transaction
 from django.db.models import Count, Max, Sum
 
-__all__ = ["DedupeModels", "DedupeReport", "canonical", "merge_duplicate_sessions"]
+from ..canonical import canonical_json
 
-#: Keys a client moves or adds per request without changing the conversation.
-_IGNORED: Final = frozenset({"cache_control"})
+__all__ = ["DedupeModels", "DedupeReport", "merge_duplicate_sessions"]
+
 _CONTINUED: Final = " (continued)"
 _ACTIVE_JOB: Final = ("queued", "running")
 
@@ -73,25 +72,9 @@ class DedupeReport:
         return f"merged {self.merged} duplicate sessions (skipped {self.skipped})"
 
 
-def canonical(role: str, content: Any) -> str:
-    """A message as compared: equal for the same conversation content however a client
-    serialized it."""
-    normal = _normalized(content)
-    if isinstance(normal, str):
-        normal = [{"type": "text", "text": normal}]
-    return json.dumps([role, normal], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
-def _normalized(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {
-            str(key): _normalized(item)
-            for key, item in value.items()
-            if key not in _IGNORED and item is not None and item != [] and item != {}
-        }
-    if isinstance(value, list | tuple):
-        return [_normalized(item) for item in value]
-    return value
+def _form(row: Any) -> str:
+    """A stored message as compared (sessions_app/canonical.py)."""
+    return canonical_json({"role": row.role, "content": row.content})
 
 
 def merge_duplicate_sessions(models: DedupeModels) -> DedupeReport:
@@ -176,7 +159,7 @@ def _same_call(one: Any, other: Any) -> bool:
 
 def _first(models: DedupeModels, session: Any) -> str | None:
     row = models.message.objects.filter(session_id=session.pk).order_by("seq").first()
-    return None if row is None else canonical(row.role, row.content)
+    return None if row is None else _form(row)
 
 
 def _history(models: DedupeModels, session: Any) -> list[Any]:
@@ -191,10 +174,7 @@ def _merge_pair(models: DedupeModels, keep: Any, later: Any, *, proxied: bool) -
     short, long = (kept, theirs) if len(kept) <= len(theirs) else (theirs, kept)
     if proxied and long is kept and len(kept) != len(theirs):
         return DedupeReport(skipped=1)
-    same = all(
-        canonical(a.role, a.content) == canonical(b.role, b.content)
-        for a, b in zip(short, long, strict=False)
-    )
+    same = all(_form(a) == _form(b) for a, b in zip(short, long, strict=False))
     compacted = {
         s.pk for s in (keep, later) if models.compaction.objects.filter(session_id=s.pk).exists()
     }
