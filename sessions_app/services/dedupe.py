@@ -10,10 +10,11 @@ Two kinds, both of one owner:
 
 Messages are compared in their canonical form (sessions_app/canonical.py: string content as
 one text block, `cache_control` and null or empty fields ignored, key order ignored). The
-earliest session (by `created_at`) keeps its id; it gets the messages only the later one has, the later
-one's subagents and jobs, and the later one is deleted. Nothing is lost: a pair is skipped
-(and counted) when both have compactions, when the one to delete has compactions and the
-fewer messages, when it has an active job, or when the histories diverge.
+earliest session (by `created_at`) keeps its id; it gets the messages only the later one
+has, the later one's subagents and jobs, and the later one is deleted. Nothing is lost: a
+pair is skipped (and counted) when both have compactions, when the one to delete has
+compactions and the fewer messages, when it has an active job, or when the histories
+diverge.
 
 The code takes the model classes as arguments, so a migration passes its historical
 models (`apps.get_model`) and no module here imports `sessions_app.models`.
