@@ -311,6 +311,9 @@ CTXWEB_AUTH_FAILURE_LIMIT = int(os.environ.get("CTXWEB_AUTH_FAILURE_LIMIT", "20"
 CTXWEB_AUTH_FAILURE_WINDOW_SECONDS = int(
     os.environ.get("CTXWEB_AUTH_FAILURE_WINDOW_SECONDS", "300")
 )
+# Failed logins (/accounts/login/, /admin/login/) allowed per client address and per user
+# name in the same window before 429 (sessions_app/views/login.py).
+CTXWEB_LOGIN_FAILURE_LIMIT = int(os.environ.get("CTXWEB_LOGIN_FAILURE_LIMIT", "10"))
 # Requests per API key (or browser user) to the endpoints that can call the summary model:
 # `N/unit` (unit s, min, hour, day; `100/5min` works too) or `off`. COMPACT: POST /api/compact
 # and POST /api/sessions/{id}/compactions; PREPARE: POST /api/sessions/{id}/context/prepare,
