@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import httpx
 
 from ..services.proxying import ProxyPlan, record_answer
+from ..unstorable import clean
 from .base import Adapter, Answer
 from .connections import step
 from .digests import digest
@@ -52,7 +53,7 @@ class Recording:
             stored = await step(record_answer, asgi=self.asgi)(
                 self.plan.session_id,
                 self.plan.stored,
-                answer.canonical,
+                clean(answer.canonical),  # stored as imports store it: no NUL, U+FFFD
                 digest(answer.client),
                 compact=self.compact,
                 profile=self.plan.profile,

@@ -191,3 +191,24 @@ def test_a_session_name_too_long_is_refused_in_the_provider_format(
         history.append({"role": "assistant", "content": answered.json()["content"]})
     [session] = Session.objects.all()
     assert session.message_count == 6
+
+
+def test_an_answer_with_a_nul_is_recorded_cleaned(
+    proxy_server: AsgiServer, upstream_anthropic: StreamingAnthropic, ctx_key: str
+) -> None:
+    """The model's answer is stored when it comes (with its usage), cleaned; the client's
+    next request, which sends it back as it came, continues the session."""
+    history: list[Body] = []
+    for n, text in enumerate(["ans\x00wer \ud800", "second"]):
+        upstream_anthropic.enqueue(Reply.text(text))
+        history.append({"role": "user", "content": f"turn {n}"})
+        answered = _raw_turn(
+            proxy_server, ctx_key, {"model": "m", "max_tokens": 9, "messages": history}
+        )
+        assert answered.status_code == 200, answered.text
+        history.append({"role": "assistant", "content": answered.json()["content"]})
+    [session] = Session.objects.all()
+    stored = [m.as_dict() for m in Message.objects.filter(session=session).order_by("seq")]
+    assert [m["role"] for m in stored] == ["user", "assistant"] * 2
+    assert stored[1]["content"] == [{"type": "text", "text": "answer \ufffd"}]
+    assert "usage" in stored[1]  # recorded from the upstream's answer, not the next request
