@@ -13,7 +13,9 @@ import anthropic
 import httpx
 import pytest
 
+from sessions_app.canonical import FORM, legacy_digest
 from sessions_app.models import Message, Session
+from sessions_app.proxy.digests import legacy_conversation_key
 from sessions_app.proxy.mapping import MAX_NAME
 from tests.support.asgi_server import AsgiServer
 from tests.support.fake_anthropic import Reply
@@ -212,3 +214,31 @@ def test_an_answer_with_a_nul_is_recorded_cleaned(
     assert [m["role"] for m in stored] == ["user", "assistant"] * 2
     assert stored[1]["content"] == [{"type": "text", "text": "answer \ufffd"}]
     assert "usage" in stored[1]  # recorded from the upstream's answer, not the next request
+
+
+def test_a_session_stored_before_the_canonical_form_is_continued(
+    claude: anthropic.Anthropic, upstream_anthropic: StreamingAnthropic
+) -> None:
+    """Its key (system prompt and first message, digested the old way) and its map (digests
+    of form 1) still find it; the map is then re-digested in the current form."""
+    first: Body = {"role": "user", "content": "turn 0"}
+    upstream_anthropic.enqueue(Reply.text("answer 0"), Reply.text("answer 1"))
+    reply = claude.messages.create(model="m", max_tokens=9, system="be brief", messages=[first])
+    answer = {"role": "assistant", "content": [b.model_dump() for b in reply.content]}
+    session = Session.objects.get()
+    old_key = legacy_conversation_key("anthropic", "be brief", first)
+    assert old_key != session.proxy_key
+    state = dict(session.proxy_state)
+    kept = {k: v for k, v in state["map"].items() if k != "form"}
+    kept.update(digests=[legacy_digest(first), legacy_digest(answer)], raws=["", "", ""])
+    Session.objects.filter(pk=session.pk).update(
+        proxy_key=old_key, proxy_state={**state, "map": kept}
+    )
+
+    history = [first, answer, {"role": "user", "content": "turn 1"}]
+    claude.messages.create(model="m", max_tokens=9, system="be brief", messages=history)
+
+    [again] = Session.objects.all()
+    assert again.pk == session.pk
+    assert again.message_count == 4
+    assert again.proxy_state["map"]["form"] == FORM
