@@ -14,9 +14,14 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
 
 import pytest
+from django.utils import timezone
 
+from sessions_app import counters
+from sessions_app.models import RateCounter
 from tests.deploy.conftest import (  # noqa: F401 (fixtures)
     PROXIED,
     Gunicorn,
@@ -106,3 +111,35 @@ def _away_from_the_hour() -> None:
     on both sides of its end would be counted in two windows."""
     while time.time() % 3600 > 3600 - 30:
         time.sleep(1)
+
+
+@pytest.fixture
+def in_the_table(db: Any, settings: Any) -> None:
+    """The database cache: the counts go to the RateCounter table."""
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "ctxweb_cache",
+        }
+    }
+    assert not counters.counted_in_cache()
+
+
+def test_a_table_counter_restarts_when_its_window_ends_and_old_rows_go(
+    in_the_table: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert [counters.count(["a", "b"], 60).value for _ in range(3)] == [1, 2, 3]
+    first = counters.count(["a"], 60)
+    assert first.value == 4
+    assert 0 < first.retry_after <= 60
+    RateCounter.objects.filter(key="a").update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert counters.count(["a"], 60).value == 1, "a new window"
+    assert counters.count(["a", "b"], 60).value == 4, "the highest of the two"
+    counters.uncount(["a", "b"])
+    assert RateCounter.objects.get(key="b").count == 3
+
+    long_ago = timezone.now() - timedelta(hours=2)
+    RateCounter.objects.filter(key="b").update(expires_at=long_ago)
+    monkeypatch.setattr(counters, "_SWEEP_CHANCE", 1.0)
+    counters.count(["c"], 60)
+    assert set(RateCounter.objects.values_list("key", flat=True)) == {"a", "c"}
