@@ -4,6 +4,7 @@
 - `watch_in_chunks(path, cuts)`: the same bytes written into a watched folder in pieces (cut at
   the given byte offsets, mid-line included), with a `Watcher.scan()` after each piece and a
   last scan once the file has been quiet for the settle period;
+- `watchable(path)`: whether the watcher follows such a file at all (Claude Code, Codex);
 - `describe(owner)`: the sessions an owner has, as a comparable `Sessions` value, for any path
   (the proxy's replay, say).
 
@@ -30,9 +31,10 @@ from typing import Any, Final
 from django.contrib.auth import get_user_model
 
 from sessions_app.canonical import canonical_json
+from sessions_app.importers import detect_format
 from sessions_app.models import Message, Session
 from sessions_app.services.importing import import_file
-from sessions_app.services.watching import Watcher
+from sessions_app.services.watching import WATCHED, Watcher
 
 __all__ = [
     "Sessions",
@@ -43,6 +45,7 @@ __all__ = [
     "import_once",
     "new_owner",
     "watch_in_chunks",
+    "watchable",
 ]
 
 _SETTLE: Final = 60.0
@@ -70,6 +73,15 @@ Sessions = tuple[Stored, ...]
 def new_owner() -> Any:
     """A fresh user, so each path stores apart."""
     return get_user_model().objects.create_user(f"replay-{next(_owners)}", password="x")
+
+
+def watchable(path: Path) -> bool:
+    """True for a transcript the watcher follows: a Claude Code or Codex `.jsonl` file (an
+    OpenHands `.json` or SWE-agent `.traj` file is imported by hand, never watched)."""
+    if path.suffix != ".jsonl":
+        return False
+    with open(path, "rb") as file:
+        return detect_format(file.read(64 * 1024)) in WATCHED
 
 
 def import_once(path: Path, owner: Any = None) -> Sessions:
