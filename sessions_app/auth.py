@@ -3,7 +3,8 @@
 API keys are looked up by their public prefix and compared in constant time with the
 stored SHA-256 hash; revoked keys are refused. A browser session must pass Django's CSRF
 check on unsafe methods. Repeated bad keys from one client address, or with one key prefix,
-are throttled (429); a valid key is never refused for someone else's failures.
+are throttled (429); a valid key is never refused for someone else's failures. The proxy
+counts its failed keys here too (`refuse_failed`), so all routes share one count.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def note_auth_failure(request: HttpRequest, token: str | None = None) -> Count:
     like an API key, of that key; the higher of the counts after this one.
 
     Counted before it is compared (sessions_app/counters.py): of failures arriving together
-    exactly CTXWEB_AUTH_FAILURE_LIMIT are within the limit, whatever the cache.
+    never more than CTXWEB_AUTH_FAILURE_LIMIT are within the limit, whatever the cache.
     """
     return count(_failure_keys(request, token), _failure_window())
 
