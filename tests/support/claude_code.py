@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -49,11 +50,12 @@ def run_claude(
     *args: str,
     version: str = VERSION,
     timeout: float = 120,
+    environment: Mapping[str, str] | None = None,
     **variables: str,
 ) -> subprocess.CompletedProcess[str]:
     """`claude -p [ARGS] -- PROMPT` of `version` in `home`/project with `base_url` as its
-    Anthropic API and `api_key` as its key (`variables`: more environment variables); the
-    finished process (killed after `timeout` seconds)."""
+    Anthropic API and `api_key` as its key (`environment` and `variables`: more environment
+    variables); the finished process (killed after `timeout` seconds)."""
     work = home / "project"
     work.mkdir(exist_ok=True)
     env = {
@@ -64,6 +66,7 @@ def run_claude(
         "DISABLE_TELEMETRY": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
+        **(environment or {}),
         **variables,
     }
     return subprocess.run(

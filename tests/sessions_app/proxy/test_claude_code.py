@@ -34,7 +34,7 @@ def claude_code(proxy_server: AsgiServer, ctx_key: str, tmp_path: Path) -> Run:
     base_url = f"{proxy_server.url}/proxy/anthropic"
 
     def run(prompt: str, *args: str, **variables: str) -> subprocess.CompletedProcess[str]:
-        return run_claude(base_url, ctx_key, tmp_path, prompt, *args, **variables)
+        return run_claude(base_url, ctx_key, tmp_path, prompt, *args, environment=variables)
 
     return run
 
