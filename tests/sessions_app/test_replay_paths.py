@@ -38,7 +38,14 @@ from sessions_app.models import ApiKey, Session
 from tests.support.asgi_server import AsgiServer
 from tests.support.fake_streaming import StreamingAnthropic, StreamingOpenAI
 from tests.support.proxy_replay import ProxyTarget, Variations, comparable, replay
-from tests.support.replay import Sessions, describe, import_once, new_owner, watch_in_chunks
+from tests.support.replay import (
+    Sessions,
+    describe,
+    import_once,
+    new_owner,
+    watch_in_chunks,
+    watchable,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -95,7 +102,7 @@ def database_not_paused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(outage, "_paused_until", 0.0)
 
 
-@pytest.mark.parametrize("name", [name for name in TRANSCRIPTS if name.endswith(".jsonl")])
+@pytest.mark.parametrize("name", [name for name in TRANSCRIPTS if watchable(SAMPLES / name)])
 @_FEW
 @given(data=st.data())
 def test_watching_pieces_stores_what_one_import_stores(
