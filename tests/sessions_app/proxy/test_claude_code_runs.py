@@ -37,6 +37,7 @@ from tests.support.claude_code import VERSIONS, require_cli, run_claude
 from tests.support.fake_anthropic import Reply
 from tests.support.fake_server import RecordedRequest
 from tests.support.fake_streaming import StreamingAnthropic
+from tests.support.replay import Stored, import_once, watch_in_chunks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -267,3 +268,41 @@ def test_a_claude_code_run_is_one_session_with_each_tool_call_once(
     defaults = _defaults(requests[0].body)
     assert _stored(top, defaults) == _conversation(requests, FINAL, subagent=False)
     assert _stored(sub, defaults) == _conversation(requests, SUB_FINAL, subagent=True)
+    _assert_its_transcript_agrees(tmp_path, top)
+
+
+def _assert_its_transcript_agrees(home: Path, proxied: Session) -> None:
+    """The transcript the CLI wrote of the same run: imported in one go and watched in
+    pieces (cut mid-line) it stores the same sessions; both hold the proxied run's shape
+    (one session, its subagent under the same Agent call, the same tool calls in the same
+    order). The messages themselves are not compared with the proxy's: the transcript
+    records what the CLI keeps (its reminders, its own tool-result texts), the proxy what
+    went over the wire."""
+    [transcript] = (home / ".claude" / "projects").glob("*/*.jsonl")
+    size = transcript.stat().st_size
+    once = import_once(transcript)
+    cuts = [size // 5, size // 2 + 7, size - size // 9]
+    assert watch_in_chunks(transcript, cuts, home / "watched") == once
+    [top] = once
+    calls, subagents = _shape(top)
+    assert len(calls) >= 6, calls
+    assert len(subagents) == 1, subagents
+    assert (calls, subagents) == _shape_of(proxied)
+
+
+def _shape(node: Stored) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """A stored session's tool call ids in order, and each subagent's (call, ids)."""
+    ids = [i for _, content in node.messages for i in _ids_in(json.loads(content))]
+    return ids, [(child.parent_tool_use_id, _shape(child)[0]) for child in node.children]
+
+
+def _ids_in(message: Any) -> list[str]:
+    blocks = message.get("content") or []
+    return [b["id"] for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+
+
+def _shape_of(session: Session) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    rows = Message.objects.filter(session=session).order_by("seq")
+    ids = [i for row in rows for i in _ids_in({"content": row.content})]
+    children = Session.objects.filter(parent=session)
+    return ids, [(child.parent_tool_use_id, _shape_of(child)[0]) for child in children]
