@@ -130,7 +130,7 @@ def child(smoke: bool) -> dict[str, Any]:
         stored text refreshed once committed), timed in the writer."""
         with transaction.atomic():
             locked = Session.objects.select_for_update().get(pk=session.pk)
-            refresh_session_totals(locked, bump_revision=True)
+            refresh_session_totals(locked)
 
     def replaced_elsewhere() -> None:  # ... then read by another process of the same store
         replace_entries()

@@ -24,6 +24,7 @@ from .errors import Conflict, ServiceError
 from .jobs import queue_compaction
 from .policies import policy_for, profile_for
 from .session_compaction import CompactionOutcome, compact_session
+from .session_state import Change, advance
 from .sessions import refresh_totals
 from .usage import reported_usage, same_usage
 from .writeback import CommitMeta, commit_context, take_snapshot
@@ -120,8 +121,7 @@ def post_call_check(
     if usage is None:
         return None
     if not same_usage(session.last_usage, usage):
-        session.last_usage = usage
-        Session.objects.filter(pk=session.pk).update(last_usage=usage)
+        Session.objects.filter(pk=session.pk).update(**advance(session, Change(usage=usage)))
     total = usage["total_tokens"]
     profile = profile_for(session)
     policy = policy_for(session, profile)

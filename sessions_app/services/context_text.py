@@ -22,8 +22,8 @@ In process rather than in Django's cache: a shared cache would move megabytes pe
 (the production example uses the database as its cache), where a local hit costs nothing.
 Each response built is also written to a file (services/context_store.py), so a process
 without a usable copy (none, or one of an older revision) reads it instead of rebuilding
-it, with the same stamp check. A change that replaces entries ends with
-`writeback.refresh_session_totals`, which asks for `refresh_after_commit`: once committed,
+it, with the same stamp check. For a change that replaces entries,
+`session_state.advance` asks for `refresh_after_commit`: once committed,
 the writer rebuilds the file (only for the formats someone read), so the first read after
 a compaction, revert or offload, in any process sharing the store, finds it ready.
 """

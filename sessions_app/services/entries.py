@@ -51,8 +51,9 @@ def tagged_message(entry: ContextEntry) -> dict[str, Any]:
 
 def append_rows(session: Session, rows: Sequence[Message]) -> None:
     """Insert `rows`, new messages numbered from `session.next_seq` on, each with a live
-    context entry at the end of the context, and count them in the session's totals (not
-    saved: the caller saves the session). `session` must be locked.
+    context entry at the end of the context, and move the session's `next_seq` and
+    `next_position` past them (not saved: the caller counts them, `session_state.advance`,
+    and saves the session). `session` must be locked.
 
     Two INSERTs whatever the number of rows (appends and imports: services/sessions.py,
     services/importing/merge.py).
@@ -72,10 +73,5 @@ def append_rows(session: Session, rows: Sequence[Message]) -> None:
         )
         for offset, row in enumerate(rows)
     )
-    added, tokens = len(rows), sum(row.token_count for row in rows)
-    session.next_seq += added
-    session.next_position += added
-    session.message_count += added
-    session.context_entry_count += added
-    session.history_tokens += tokens
-    session.context_tokens += tokens
+    session.next_seq += len(rows)
+    session.next_position += len(rows)

@@ -40,6 +40,7 @@ from .proxy_context import split_context
 from .proxy_map import Incoming, PrefixMap
 from .proxy_origin import link_agent_calls, origin_of
 from .proxy_overhead import remember_overhead
+from .session_state import Change, advance
 from .sessions import (
     UNREAD,
     append_locked,
@@ -229,7 +230,7 @@ def _record_locked(
     usage = reported_usage([answer]) if answered and compact else None
     over = False
     if usage is not None:  # what post_call_check records, in this transaction
-        locked.last_usage = changes["last_usage"] = usage
+        changes.update(advance(locked, Change(usage=usage)))
         policy = policy_for(locked, profile or _profile_of(locked))
         over = policy.enabled and policy.scaled(usage["total_tokens"]) >= policy.threshold
     Session.objects.filter(pk=locked.pk).update(**changes)

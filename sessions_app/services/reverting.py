@@ -51,7 +51,7 @@ def revert_compaction(session: Session, number: int) -> Compaction:
         compaction.status = Compaction.Status.REVERTED
         compaction.details = {**compaction.details, "reverted_at": timezone.now().isoformat()}
         compaction.save(update_fields=["status", "details"])
-        refresh_session_totals(locked, bump_revision=True)
+        refresh_session_totals(locked)
     logger.info(
         "compaction reverted",
         extra={"session_id": str(session.pk), "compaction": number, "outcome": "reverted"},

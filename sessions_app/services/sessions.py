@@ -29,6 +29,7 @@ from .errors import InvalidInput, VersionConflict
 from .errors import Problem as FieldProblem
 from .extras import extra_problems, message_time
 from .policies import profile_encoding, profile_for
+from .session_state import APPENDED_FIELDS, STATE_FIELDS, Change, advance
 from .usage import reported_usage
 
 __all__ = [
@@ -136,7 +137,7 @@ def append_messages(
             changes = appended_totals(locked)
             usage = reported_usage(items)
             if usage is not None:
-                locked.last_usage = changes["last_usage"] = usage
+                changes.update(advance(locked, Change(usage=usage)))
             Session.objects.filter(pk=locked.pk).update(**changes)
     _copy_totals(locked, session)
     return rows
@@ -312,49 +313,19 @@ def _append_validated(
             )
         )
     append_rows(session, rows)
-    session.version += 1
+    advance(session, Change.of_rows(rows))
     if save:
-        session.save(update_fields=list(_APPENDED))
-    else:
-        session.updated_at = timezone.now()
+        session.save(update_fields=list(APPENDED_FIELDS))
     return rows
-
-
-#: The session fields an append changes (its totals, a new version).
-_APPENDED: Final = (
-    "next_seq",
-    "next_position",
-    "message_count",
-    "context_entry_count",
-    "history_tokens",
-    "context_tokens",
-    "version",
-    "updated_at",
-)
 
 
 def appended_totals(session: Session) -> dict[str, Any]:
     """The fields `append_locked(save=False)` changed on `session`, for the caller's UPDATE."""
-    return {name: getattr(session, name) for name in _APPENDED}
-
-
-_TOTALS = (
-    "version",
-    "context_revision",
-    "next_seq",
-    "next_position",
-    "message_count",
-    "context_entry_count",
-    "history_tokens",
-    "context_tokens",
-    "compaction_count",
-    "last_usage",
-    "updated_at",
-)
+    return {name: getattr(session, name) for name in APPENDED_FIELDS}
 
 
 def _copy_totals(source: Session, target: Session) -> None:
-    for name in _TOTALS:
+    for name in STATE_FIELDS:
         setattr(target, name, getattr(source, name))
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Max, Sum
+from django.db.models import Max
 from django.utils import timezone
 
 from compaction import SUMMARY_KEY, is_summary_message, message_token_counts, tool_use_ids
@@ -21,9 +21,9 @@ from compaction import SUMMARY_KEY, is_summary_message, message_token_counts, to
 from ..models import Compaction, ContextEntry, Session
 from ..storage import delete_stored_quietly
 from .archives import ArchivedEntry, ArchiveHeader, write_archive
-from .context_text import refresh_after_commit
 from .entries import ENTRY_KEY, load_entries, split_message, tagged_message
 from .errors import Conflict, InvariantError
+from .session_state import Change, advance
 
 __all__ = [
     "IN_FORCE_FIELDS",
@@ -130,7 +130,7 @@ def commit_context(
             compaction.archive.name = stored_name
             compaction.save()
             _apply(session, compaction, plan)
-            refresh_session_totals(session, bump_revision=True)
+            refresh_session_totals(session)
     except BaseException:
         if stored_name:
             delete_stored_quietly(stored_name)
@@ -165,41 +165,11 @@ def next_number(session: Session) -> int:
     return int(top or 0) + 1
 
 
-def refresh_session_totals(session: Session, *, bump_revision: bool) -> None:
-    """Recompute the cached context totals of a locked session and bump its version.
-
-    `bump_revision` marks a change to existing entries (compaction, revert, offload): it
-    also clears `last_usage`, which described the context before the change.
-    """
-    totals = ContextEntry.objects.filter(session=session).aggregate(
-        tokens=Sum("token_count"), count=Count("id")
-    )
-    session.context_tokens = int(totals["tokens"] or 0)
-    session.context_entry_count = int(totals["count"] or 0)
-    # An offload's record (strategy "offload", services/offloading.py) is no compaction point.
-    session.compaction_count = (
-        Compaction.objects.filter(session=session, status=Compaction.Status.SUCCEEDED)
-        .exclude(strategy="offload")
-        .count()
-    )
-    session.version += 1
-    if bump_revision:
-        # The context changed: the model's last usage no longer describes it
-        # (docs/behaviour.md#runtime-context-and-history).
-        session.context_revision += 1
-        session.last_usage = None
-        refresh_after_commit(session.pk)  # the stored context response, for the next read
-    session.save(
-        update_fields=[
-            "context_tokens",
-            "context_entry_count",
-            "compaction_count",
-            "version",
-            "context_revision",
-            "last_usage",
-            "updated_at",
-        ]
-    )
+def refresh_session_totals(session: Session) -> None:
+    """Save the counters of a locked session whose existing entries changed (compaction,
+    revert, offload): services/session_state.py's rules, the last write of each."""
+    changes = advance(session, Change(entries_changed=True))
+    session.save(update_fields=list(changes))
 
 
 @dataclass

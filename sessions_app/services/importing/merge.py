@@ -34,7 +34,8 @@ from ...models import Compaction, ContextEntry, Message, Session
 from ..archives import ArchivedEntry
 from ..entries import append_rows
 from ..policies import default_profile, profile_encoding
-from ..writeback import next_number, refresh_session_totals
+from ..session_state import KEEP, Change, ReportedUsage, advance
+from ..writeback import next_number
 from .archive import write_archive
 from .rows import Span, anchors, compaction_key, compaction_row, message_row, stamp_times
 
@@ -43,21 +44,8 @@ __all__ = ["MergeResult", "merge_imported"]
 #: Stored messages read per query while matching.
 CHUNK: Final = 200
 
-_COUNTERS: Final = [
-    "next_seq",
-    "next_position",
-    "message_count",
-    "context_entry_count",
-    "history_tokens",
-    "context_tokens",
-    "version",
-    "context_revision",
-    "last_usage",
-    "model",
-    "title",
-    "metadata",
-    "updated_at",
-]
+#: What a merge saves besides the counters `advance` changed.
+_FIELDS: Final = ["next_seq", "next_position", "model", "title", "metadata"]
 
 
 @dataclass(frozen=True)
@@ -120,6 +108,10 @@ class _Merger:
         self.seqs: list[int] = []  # parsed message index -> stored seq
         self.pending: list[ImportedMessage] = []
         self.added = self.updated = self.compacted = 0
+        self.added_tokens = self.rewritten_tokens = 0
+        # The usage of the last assistant message added or changed (since the last new
+        # compaction: one read before it describes the context before it).
+        self.usage: ReportedUsage = KEEP
         # Read only when the part has compactions: a scan must not cost the whole session.
         self.known = _compaction_keys(session) if imported.compactions else set()
         self.last_time: datetime | None = None
@@ -190,15 +182,16 @@ class _Merger:
         Message.objects.filter(pk=row.pk).update(
             content=fresh.content, extra=fresh.extra, token_count=tokens
         )
-        live = ContextEntry.objects.filter(
+        ContextEntry.objects.filter(
             session=self.session, message_id=row.pk, content__isnull=True
         ).update(token_count=tokens)
-        self.session.history_tokens += delta
-        self.session.context_tokens += delta if live else 0
+        self.rewritten_tokens += delta
         self.updated += 1
+        self._note_usage(item)
 
     def _append(self, item: ImportedMessage) -> None:
         self._note(item)
+        self._note_usage(item)
         self.seqs.append(self.session.next_seq + len(self.pending))
         self.pending.append(item)
         if len(self.pending) >= CHUNK:
@@ -206,8 +199,10 @@ class _Merger:
 
     def _note(self, item: ImportedMessage) -> None:
         self.last_time = item.created_at or self.last_time
+
+    def _note_usage(self, item: ImportedMessage) -> None:
         if item.usage and item.role == "assistant":
-            self.session.last_usage = item.usage
+            self.usage = item.usage
 
     def _flush(self) -> None:
         if not self.pending:
@@ -222,6 +217,7 @@ class _Merger:
         ]
         append_rows(session, rows)
         self.added += len(rows)
+        self.added_tokens += sum(counts)
         self.pending = []
 
     # compactions -------------------------------------------------------------------------
@@ -233,6 +229,7 @@ class _Merger:
             return
         self._flush()
         self.known.add(key)
+        self.usage = KEEP
         session = self.session
         last = item.last_index
         # None: nothing of this part compacted, only what came before it.
@@ -336,15 +333,16 @@ class _Merger:
         if not (self.added or self.updated or self.compacted):
             session.save(update_fields=["model", "title", "metadata"])
             return
-        usage = session.last_usage
-        if self.compacted:
-            refresh_session_totals(session, bump_revision=True)  # also bumps the version
-            session.last_usage = usage if self.added else None
-        else:
-            session.version += 1
-            session.context_revision += 1 if self.updated else 0  # contents changed in place
+        change = Change(
+            appended=self.added,
+            appended_tokens=self.added_tokens,
+            rewritten_tokens=self.rewritten_tokens,
+            entries_changed=bool(self.updated or self.compacted),  # contents changed in place
+            usage=self.usage,
+        )
+        changes = advance(session, change)
         last = self.last_time or self.fallback  # saving puts the import time: auto_now
-        session.save(update_fields=_COUNTERS)
+        session.save(update_fields=[*changes, *_FIELDS])
         stamp_times(session, None, last)
 
 

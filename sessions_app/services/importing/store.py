@@ -18,7 +18,6 @@ from typing import Any, Final
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import reset_queries, transaction
-from django.db.models import Sum
 from django.utils import timezone
 
 from compaction import SUMMARY_KEY, message_token_counts
@@ -29,6 +28,7 @@ from ...models import Compaction, ContextEntry, Message, Session
 from ...storage import delete_stored_quietly
 from ...unstorable import clean_text
 from ..policies import default_profile, profile_encoding
+from ..session_state import KEEP, Change, advance
 from .archive import archive_source, write_archive
 from .replay import Replaced, Replay, batches, head_end, replay
 from .rows import Span, anchors, compaction_row, message_row, metadata_of, stamp_times
@@ -122,7 +122,7 @@ class _SessionWriter:
         self.tokens = array("q", bytes(8 * count))
         self.positions = array("q", bytes(8 * count))
         self.head_end = head_end(imported)
-        self.last_usage: dict[str, Any] | None = None
+        self.usage: dict[str, Any] | None = None  # of the last assistant message with one
         self.first_time: datetime | None = None
         self.last_time: datetime | None = None
 
@@ -161,7 +161,7 @@ class _SessionWriter:
                 last_time = item.created_at or last_time
                 self.first_time = self.first_time or item.created_at
                 if item.usage and item.role == "assistant":
-                    self.last_usage = item.usage
+                    self.usage = item.usage
                 rows.append(message_row(session, seq, item, tokens, last_time or fallback))
                 self.tokens[seq] = tokens
             Message.objects.bulk_create(rows)
@@ -315,14 +315,14 @@ class _SessionWriter:
         ContextEntry.objects.bulk_create(entries)
 
     def _totals(self, session: Session, plan: Replay) -> None:
-        tokens = ContextEntry.objects.filter(session=session).aggregate(total=Sum("token_count"))
-        session.message_count = len(self.imported.messages)
+        """The new session's counters (services/session_state.py): its first version."""
         session.next_seq = len(self.imported.messages)
         session.next_position = plan.next_position
-        session.history_tokens = sum(self.tokens)
-        session.context_tokens = int(tokens["total"] or 0)
-        session.context_entry_count = len(self.imported.context)
-        session.compaction_count = len(self.imported.compactions)
-        session.last_usage = self.last_usage
-        session.version = 1
+        written = Change(
+            appended=len(self.imported.messages),
+            appended_tokens=sum(self.tokens),
+            entries_changed=True,  # its context holds the imported compactions' summaries
+            usage=KEEP if self.usage is None else self.usage,
+        )
+        advance(session, written)
         session.save()
