@@ -215,9 +215,9 @@ def _merge(world: World, with_usage: bool, how: str) -> None:
         world.records.append(compact_summary(summary, mark, f"summary {world.turn}"))
         question = world.uuid("u")
         world.records.append(cc_user(question, summary, "go on"))
-        usage = None  # the summary line carries none: _merge_exchange adds the next reply
+        reply = [text("on it")]
         world.records.append(
-            cc_assistant(world.uuid("a"), question, [text("on it")], world.uuid("m"), usage=None)
+            cc_assistant(world.uuid("a"), question, reply, world.uuid("m"), usage=usage)
         )
     else:
         _merge_exchange(world, parent, usage)
