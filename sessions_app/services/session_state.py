@@ -120,7 +120,7 @@ def advance(session: Session, change: Change) -> dict[str, Any]:
     if change.entries_changed:
         changes.update(recounted(session))
         changes["context_revision"] = session.context_revision + 1
-        changes["last_usage"] = None if change.usage is KEEP else dict(change.usage)
+        changes["last_usage"] = None  # unless the change reported one (below)
         refresh_after_commit(session.pk)  # the stored context response, for the next read
     elif change.appended:
         changes["context_entry_count"] = session.context_entry_count + change.appended
