@@ -17,6 +17,7 @@ from django.db import models
 from compaction import Policy
 
 from .api_key import ApiKey as ApiKey  # re-exported: Django finds models through this module
+from .importers import import_formats
 from .jsontext import JSONTextField
 from .summarizer_config import SummarizerConfig as SummarizerConfig  # re-exported
 
@@ -172,13 +173,9 @@ class Session(models.Model):
     """One agent session: its full history, runtime context and compaction points."""
 
     class SourceFormat(models.TextChoices):
+        """A session made through the API; the others are the import formats' names."""
+
         API = "api", "API"
-        CLAUDE_CODE = "claude_code", "Claude Code"
-        CODEX = "codex", "Codex CLI"
-        OPENAI = "openai", "OpenAI chat"
-        ANTHROPIC = "anthropic", "Anthropic messages"
-        SWE_AGENT = "swe_agent", "SWE-agent"
-        OPENHANDS = "openhands", "OpenHands"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(
@@ -186,7 +183,11 @@ class Session(models.Model):
     )
     title = models.CharField(max_length=300, blank=True)
     source_format = models.CharField(
-        max_length=16, choices=SourceFormat.choices, default=SourceFormat.API
+        max_length=16,
+        # Every import format registered (importers/registry.py); a new built-in one adds a
+        # choice, a migration that changes no column.
+        choices=[*SourceFormat.choices, *((f.name, f.label) for f in import_formats())],
+        default=SourceFormat.API,
     )
     external_id = models.CharField(max_length=200, blank=True, help_text="Id in the source tool.")
     model = models.CharField(max_length=128, blank=True)
@@ -290,8 +291,30 @@ class Message(models.Model):
         return {**self.extra, "role": self.role, "content": self.content}
 
 
+class CompactionQuerySet(models.QuerySet["Compaction"]):
+    """Compaction rows by kind (`Compaction.Kind`), as the model's properties tell them."""
+
+    def offloads(self) -> CompactionQuerySet:
+        """Only the records of offloads."""
+        return self.filter(strategy=Compaction.Kind.OFFLOAD)
+
+    def points(self) -> CompactionQuerySet:
+        """Only compaction points (every row but an offload's record)."""
+        return self.exclude(strategy=Compaction.Kind.OFFLOAD)
+
+
 class Compaction(models.Model):
-    """One compaction point: what it replaced, its summary, its stats and its archive."""
+    """One compaction point: what it replaced, its summary, its stats and its archive; or
+    the record of an offload (`kind`), undone like a compaction."""
+
+    class Kind(models.TextChoices):
+        """What a row records. No column of its own: an offload's record has the strategy
+        `OFFLOAD` (services/offloading.py), every other row is a compaction point."""
+
+        COMPACTION = "compaction"
+        #: Changed entries in place (tool results moved to files): it folds nothing, has no
+        #: marker and is no compaction point (`Session.compaction_count`).
+        OFFLOAD = "offload"
 
     class Trigger(models.TextChoices):
         AUTO = "auto"
@@ -360,8 +383,27 @@ class Compaction(models.Model):
             )
         ]
 
+    objects = CompactionQuerySet.as_manager()
+
     def __str__(self) -> str:
         return f"Compaction #{self.number} of {self.session_id}"
+
+    @property
+    def kind(self) -> Compaction.Kind:
+        """`Kind.OFFLOAD` for an offload's record, else `Kind.COMPACTION`."""
+        if self.strategy == Compaction.Kind.OFFLOAD:
+            return Compaction.Kind.OFFLOAD
+        return Compaction.Kind.COMPACTION
+
+    @property
+    def is_offload(self) -> bool:
+        """True for the record of an offload (it changed entries in place, folds nothing)."""
+        return self.kind == Compaction.Kind.OFFLOAD
+
+    @property
+    def is_point(self) -> bool:
+        """True for a compaction point: it folds entries behind a marker (not an offload)."""
+        return self.kind == Compaction.Kind.COMPACTION
 
 
 class ContextEntry(models.Model):

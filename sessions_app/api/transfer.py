@@ -16,7 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 from ninja import Query, Router, Schema
 
-from ..importers import FORMATS
+from ..importers import format_names
 from ..nul import NUL, NUL_MESSAGE
 from ..services.errors import InvalidInput
 from ..services.exporting import export_session
@@ -40,7 +40,7 @@ _IMPORT_BODY = {
                     "required": ["file"],
                     "properties": {
                         "file": {"type": "string", "format": "binary"},
-                        "format": {"type": "string", "enum": list(FORMATS)},
+                        "format": {"type": "string", "enum": list(format_names())},
                         "title": {"type": "string", "maxLength": 300},
                     },
                 }
@@ -58,7 +58,7 @@ _IMPORT_BODY = {
                                 {"type": "array"},
                             ],
                         },
-                        "format": {"type": "string", "enum": list(FORMATS)},
+                        "format": {"type": "string", "enum": list(format_names())},
                         "title": {"type": "string", "maxLength": 300},
                     },
                 }
@@ -150,8 +150,9 @@ def export(request: HttpRequest, session_id: str, query: Query[ExportQuery]) -> 
 def _format(value: Any) -> str | None:
     if value is None or value == "":
         return None
-    if value not in FORMATS:
-        raise _Unprocessable("format", f"unknown format {value!r}; known: {', '.join(FORMATS)}")
+    names = format_names()
+    if value not in names:
+        raise _Unprocessable("format", f"unknown format {value!r}; known: {', '.join(names)}")
     return str(value)
 
 

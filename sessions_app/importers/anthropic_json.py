@@ -15,10 +15,12 @@ from typing import Any, Final
 
 from .blocks import content_text, parse_time, short_title
 from .builder import SessionBuilder
+from .chat_detect import anthropic_head_score, chat_format
 from .errors import TranscriptError
+from .registry import ImportFormat
 from .types import ImportedMessage, ImportedSession
 
-__all__ = ["parse_anthropic"]
+__all__ = ["IMPORT_FORMAT", "parse_anthropic"]
 
 FORMAT: Final = "anthropic"
 
@@ -65,3 +67,19 @@ def parse_anthropic(document: Any, name: str = "") -> ImportedSession:
     session.model = model if isinstance(model, str) else ""
     session.title = short_title(first_prompt or name)
     return session
+
+
+def _is_anthropic(document: Any) -> bool:
+    return chat_format(document) == "anthropic"
+
+
+IMPORT_FORMAT: Final = ImportFormat(
+    name=FORMAT,
+    label="Anthropic messages",
+    file_label="Anthropic messages",
+    aliases=("anthropic_json",),
+    detect=_is_anthropic,
+    guess_head=anthropic_head_score,
+    read_document=parse_anthropic,
+    rank=30,
+)

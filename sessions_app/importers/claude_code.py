@@ -39,10 +39,11 @@ from .claude_code_agents import attach_agent_files, find_subagent_files
 from .claude_code_graph import BOUNDARY, OTHER, Graph
 from .claude_code_records import RecordNotes
 from .claude_code_thread import Thread
+from .registry import ImportFormat
 from .source import Source, parse_json_line
 from .types import ImportedSession
 
-__all__ = ["CONTINUES", "find_subagent_files", "parse_claude_code"]
+__all__ = ["CONTINUES", "IMPORT_FORMAT", "find_subagent_files", "parse_claude_code"]
 
 FORMAT: Final = "claude_code"
 #: Metadata of an inline subagent read from the middle of a growing file: the uuid (read
@@ -205,3 +206,52 @@ def _link_inline(
     prompt = thread.first_prompt.strip()
     child.parent_tool_use_id = main_thread.spawn_prompts.get(prompt, "")
     main.subagents.append(child)
+
+
+#: Line types of a Claude Code session file (a line of one of them is recognised even alone).
+_CLAUDE_TYPES: Final = frozenset(
+    {
+        "user",
+        "assistant",
+        "system",
+        "summary",
+        "attachment",
+        "progress",
+        "file-history-snapshot",
+        "queue-operation",
+        "permission-mode",
+        "custom-title",
+        "ai-title",
+        "last-prompt",
+        "cost-state",
+        "api-request",
+        "api-request-blob",
+        "api-request-shape",
+        "tools-used",
+        "mode",
+        "agent-name",
+        "worktree-state",
+    }
+)
+_CLAUDE_KEYS: Final = ("parentUuid", "sessionId", "leafUuid", "isSidechain")
+
+
+def _is_claude_line(value: Mapping[str, Any]) -> bool:
+    """Whether a parsed line is Claude Code's: its keys, or one of its line types."""
+    kind = value.get("type")
+    if any(key in value for key in _CLAUDE_KEYS):
+        return True
+    if (kind in _CLAUDE_TYPES and "message" in value) or kind in {"summary", "custom-title"}:
+        return True
+    return kind in _CLAUDE_TYPES and "role" not in value
+
+
+IMPORT_FORMAT: Final = ImportFormat(
+    name=FORMAT,
+    label="Claude Code",
+    file_label="Claude Code JSONL",
+    aliases=("claude-code", "claude"),
+    detect=_is_claude_line,
+    read_lines=parse_claude_code,
+    rank=20,  # after Codex on each line
+)

@@ -24,11 +24,13 @@ from .blocks import (
     text_block,
 )
 from .builder import SessionBuilder
+from .chat_detect import chat_format, openai_head_score
 from .errors import TranscriptError
 from .provider_compaction import COMPACTION_BLOCK_TYPES, provider_compaction
+from .registry import ImportFormat
 from .types import ImportedMessage, ImportedSession
 
-__all__ = ["OpenAIConverter", "parse_openai"]
+__all__ = ["IMPORT_FORMAT", "OpenAIConverter", "parse_openai"]
 
 FORMAT: Final = "openai"
 #: Message keys that are part of the chat format (everything else is kept as import data).
@@ -223,3 +225,19 @@ def content_blocks(content: Any) -> list[Block]:
 def result_content(content: Any) -> Any:
     """A tool message's content as tool_result content (text or text/image blocks)."""
     return parts_to_content(content)
+
+
+def _is_openai(document: Any) -> bool:
+    return chat_format(document) == "openai"
+
+
+IMPORT_FORMAT: Final = ImportFormat(
+    name=FORMAT,
+    label="OpenAI chat",
+    file_label="OpenAI chat messages",
+    aliases=("openai_chat", "chat"),
+    detect=_is_openai,
+    guess_head=openai_head_score,
+    read_document=parse_openai,
+    rank=30,
+)

@@ -27,9 +27,10 @@ from .blocks import (
 )
 from .builder import SessionBuilder
 from .errors import TranscriptError
+from .registry import ImportFormat
 from .types import ImportedMessage, ImportedSession
 
-__all__ = ["parse_openhands"]
+__all__ = ["IMPORT_FORMAT", "parse_openhands"]
 
 FORMAT: Final = "openhands"
 _BOOKKEEPING_OBSERVATIONS: Final = frozenset({"null", "agent_state_changed", "recall", ""})
@@ -223,3 +224,39 @@ def _observation_text(event: Mapping[str, Any]) -> str:
     if not text.strip():
         text = str(event.get("message") or "")
     return text
+
+
+def _is_openhands(document: Any) -> bool:
+    if isinstance(document, Mapping):
+        events = document.get("events")
+        return isinstance(events, list) and _is_event_stream(events)
+    return isinstance(document, list) and _is_event_stream(document)
+
+
+def _is_event_stream(items: list[Any]) -> bool:
+    events = [item for item in items[:50] if isinstance(item, Mapping)]
+    if not events:
+        return False
+    matching = sum(1 for e in events if "source" in e and ("action" in e or "observation" in e))
+    return matching * 2 >= len(events)
+
+
+def _events_head_score(head: str) -> int:
+    if (
+        head.startswith("[")
+        and '"source"' in head
+        and ('"action"' in head or '"observation"' in head)
+    ):
+        return 4  # after SWE-agent's equal score (rank): the order detection always had
+    return 0
+
+
+IMPORT_FORMAT: Final = ImportFormat(
+    name=FORMAT,
+    label="OpenHands",
+    file_label="OpenHands events",
+    detect=_is_openhands,
+    guess_head=_events_head_score,
+    read_document=parse_openhands,
+    rank=20,  # before the message lists: an event list may carry roles
+)

@@ -3,33 +3,16 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import IO, Any
 
 from ..unstorable import clean_text
-from .anthropic_json import parse_anthropic
-from .claude_code import parse_claude_code
-from .codex import parse_codex
-from .detect import canonical_format, detect_document, detect_format
+from .detect import detect_document, detect_format
 from .errors import TranscriptError, UnknownFormatError
-from .openai_chat import parse_openai
-from .openhands import parse_openhands
+from .registry import ImportFormat, format_names, get_format
 from .source import Progress, Source, load_json, open_source
-from .swe_agent import parse_swe_agent
-from .types import FORMATS, ImportedSession
+from .types import ImportedSession
 
 __all__ = ["parse", "parse_source", "parse_text"]
-
-_LINE_FORMATS: dict[str, Callable[..., ImportedSession]] = {
-    "claude_code": parse_claude_code,
-    "codex": parse_codex,
-}
-_DOCUMENT_FORMATS: dict[str, Callable[[Any, str], ImportedSession]] = {
-    "openai": parse_openai,
-    "anthropic": parse_anthropic,
-    "swe_agent": parse_swe_agent,
-    "openhands": parse_openhands,
-}
 
 
 def parse(
@@ -63,29 +46,27 @@ def parse_source(
     """Import from an opened Source (left open: the caller may archive its bytes)."""
     chosen = _chosen_format(format)
     if chosen is None:
-        guess = detect_format(source.head())
-        chosen = guess if guess in _LINE_FORMATS else None  # documents: decided when loaded
-    if chosen in _LINE_FORMATS:
-        if chosen == "claude_code":
-            return parse_claude_code(source, subagents=subagents)
-        return _LINE_FORMATS[chosen](source)
+        guess = get_format(detect_format(source.head()) or "")
+        chosen = guess if guess is not None and guess.is_lines else None  # documents: loaded
+    if chosen is not None and chosen.read_lines is not None:
+        return chosen.read_lines(source, subagents=subagents)
     document = _load_document(source)
     if chosen is None:
-        chosen = detect_document(document)
-    if chosen is None:
+        chosen = get_format(detect_document(document) or "")
+    if chosen is None or chosen.read_document is None:
         raise UnknownFormatError(
             f"could not recognise the format of {source.name or 'the input'}; "
-            f"give one of: {', '.join(FORMATS)}"
+            f"give one of: {', '.join(format_names())}"
         )
-    return _DOCUMENT_FORMATS[chosen](document, source.name)
+    return chosen.read_document(document, source.name)
 
 
-def _chosen_format(format: str | None) -> str | None:
+def _chosen_format(format: str | None) -> ImportFormat | None:
     if format is None or format == "" or format == "auto":
         return None
-    chosen = canonical_format(format)
+    chosen = get_format(format)
     if chosen is None:
-        raise UnknownFormatError(f"unknown format {format!r}; known: {', '.join(FORMATS)}")
+        raise UnknownFormatError(f"unknown format {format!r}; known: {', '.join(format_names())}")
     return chosen
 
 

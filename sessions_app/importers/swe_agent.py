@@ -15,9 +15,10 @@ from .blocks import mapping, short_title
 from .builder import SessionBuilder
 from .errors import TranscriptError
 from .openai_chat import OpenAIConverter
+from .registry import ImportFormat
 from .types import ImportedSession
 
-__all__ = ["parse_swe_agent"]
+__all__ = ["IMPORT_FORMAT", "parse_swe_agent"]
 
 FORMAT: Final = "swe_agent"
 
@@ -56,3 +57,26 @@ def _demo_as_meta(message: Any) -> Any:
     if isinstance(message, Mapping) and message.get("is_demo"):
         return {**message, "is_meta": True}
     return message
+
+
+def _is_trajectory(document: Any) -> bool:
+    return isinstance(document, Mapping) and (
+        isinstance(document.get("history"), list)
+        and ("trajectory" in document or "info" in document)
+    )
+
+
+def _trajectory_head_score(head: str) -> int:
+    return 4 if '"history"' in head and ('"trajectory"' in head or '"info"' in head) else 0
+
+
+IMPORT_FORMAT: Final = ImportFormat(
+    name=FORMAT,
+    label="SWE-agent",
+    file_label="SWE-agent trajectory",
+    aliases=("swe-agent", "traj"),
+    detect=_is_trajectory,
+    guess_head=_trajectory_head_score,
+    read_document=parse_swe_agent,
+    rank=10,  # before the message lists: a trajectory holds messages too
+)

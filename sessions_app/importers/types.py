@@ -12,21 +12,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from compaction import SUMMARY_KEY, Message, blocks_of
 
 __all__ = [
-    "FORMATS",
     "ContextItem",
     "ImportedCompaction",
     "ImportedMessage",
     "ImportedSession",
     "SkippedLine",
 ]
-
-#: The source formats, named as `Session.SourceFormat` names them.
-FORMATS: Final = ("claude_code", "codex", "openai", "anthropic", "swe_agent", "openhands")
 
 
 @dataclass

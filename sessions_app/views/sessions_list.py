@@ -14,7 +14,7 @@ from sessions_app.viewmodels.listing import SORTS, session_page
 
 from .common import page_or_partial
 from .failures import service_errors
-from .upload import FORMAT_CHOICES
+from .upload import format_choices
 
 __all__ = ["list_context", "session_list"]
 
@@ -33,7 +33,7 @@ def list_context(request: HttpRequest) -> dict[str, Any]:
     return {
         "page": page,
         "sorts": SORTS,
-        "formats": FORMAT_CHOICES,
+        "formats": format_choices(),
         "live_stamp": stamp,
     }
 

@@ -8,7 +8,6 @@ service error (storage unavailable...) is answered by `failures.service_errors`.
 from __future__ import annotations
 
 import logging
-from typing import Final
 
 from django import forms
 from django.contrib import messages
@@ -20,31 +19,27 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from sessions_app.importers import import_formats
 from sessions_app.services.errors import InvalidInput
 from sessions_app.services.importing import import_file
 
 from .failures import service_errors
 
-__all__ = ["FORMAT_CHOICES", "ImportForm", "import_transcript"]
+__all__ = ["ImportForm", "format_choices", "import_transcript"]
 
 logger = logging.getLogger("sessions_app")
 
-FORMAT_CHOICES: Final = [
-    ("", "Detect automatically"),
-    ("claude_code", "Claude Code JSONL"),
-    ("codex", "Codex CLI rollout"),
-    ("openai", "OpenAI chat messages"),
-    ("anthropic", "Anthropic messages"),
-    ("swe_agent", "SWE-agent trajectory"),
-    ("openhands", "OpenHands events"),
-]
+
+def format_choices() -> list[tuple[str, str]]:
+    """The upload form's format choices: detection, then every registered import format."""
+    return [("", "Detect automatically"), *((f.name, f.file_label) for f in import_formats())]
 
 
 class ImportForm(forms.Form):
     """A transcript file, its format (detected when empty) and an optional title."""
 
     file = forms.FileField()
-    format = forms.ChoiceField(choices=FORMAT_CHOICES, required=False)
+    format = forms.ChoiceField(choices=format_choices, required=False)
     title = forms.CharField(max_length=300, required=False)
 
 

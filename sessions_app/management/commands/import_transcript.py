@@ -7,7 +7,7 @@ from typing import Any, TextIO, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ...importers import FORMATS
+from ...importers import format_names
 from ...services.errors import InvalidInput
 from ...services.importing import import_file
 from ..cli import ProgressBar, resolve_user, transcript_files
@@ -22,7 +22,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="+", metavar="PATH", help="transcript files or folders")
-        parser.add_argument("--format", choices=FORMATS, help="the format (default: detected)")
+        parser.add_argument(
+            "--format", choices=format_names(), help="the format (default: detected)"
+        )
         parser.add_argument("--owner", default="admin", help="the user who owns the sessions")
         parser.add_argument("--title", help="title of the imported session (default: its own)")
         parser.add_argument(
