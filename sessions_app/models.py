@@ -291,30 +291,8 @@ class Message(models.Model):
         return {**self.extra, "role": self.role, "content": self.content}
 
 
-class CompactionQuerySet(models.QuerySet["Compaction"]):
-    """Compaction rows by kind (`Compaction.Kind`), as the model's properties tell them."""
-
-    def offloads(self) -> CompactionQuerySet:
-        """Only the records of offloads."""
-        return self.filter(strategy=Compaction.Kind.OFFLOAD)
-
-    def points(self) -> CompactionQuerySet:
-        """Only compaction points (every row but an offload's record)."""
-        return self.exclude(strategy=Compaction.Kind.OFFLOAD)
-
-
 class Compaction(models.Model):
-    """One compaction point: what it replaced, its summary, its stats and its archive; or
-    the record of an offload (`kind`), undone like a compaction."""
-
-    class Kind(models.TextChoices):
-        """What a row records. No column of its own: an offload's record has the strategy
-        `OFFLOAD` (services/offloading.py), every other row is a compaction point."""
-
-        COMPACTION = "compaction"
-        #: Changed entries in place (tool results moved to files): it folds nothing, has no
-        #: marker and is no compaction point (`Session.compaction_count`).
-        OFFLOAD = "offload"
+    """One compaction point: what it replaced, its summary, its stats and its archive."""
 
     class Trigger(models.TextChoices):
         AUTO = "auto"
@@ -383,27 +361,8 @@ class Compaction(models.Model):
             )
         ]
 
-    objects = CompactionQuerySet.as_manager()
-
     def __str__(self) -> str:
         return f"Compaction #{self.number} of {self.session_id}"
-
-    @property
-    def kind(self) -> Compaction.Kind:
-        """`Kind.OFFLOAD` for an offload's record, else `Kind.COMPACTION`."""
-        if self.strategy == Compaction.Kind.OFFLOAD:
-            return Compaction.Kind.OFFLOAD
-        return Compaction.Kind.COMPACTION
-
-    @property
-    def is_offload(self) -> bool:
-        """True for the record of an offload (it changed entries in place, folds nothing)."""
-        return self.kind == Compaction.Kind.OFFLOAD
-
-    @property
-    def is_point(self) -> bool:
-        """True for a compaction point: it folds entries behind a marker (not an offload)."""
-        return self.kind == Compaction.Kind.COMPACTION
 
 
 class ContextEntry(models.Model):
