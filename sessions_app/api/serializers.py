@@ -6,13 +6,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from compaction import PolicyError
-
 from ..compaction_tree import CompactionTree
 from ..models import Compaction, CompactionJob, CompactionProfile, Session
 from ..selectors.compactions import compaction_links
 from ..selectors.profiles import profiles_by_id
 from ..services.policies import default_profile
+from ..services.threshold import shown_standing
 
 __all__ = ["ProfileCache", "compaction_dict", "job_dict", "marker_tree", "session_dict"]
 
@@ -33,12 +32,8 @@ class ProfileCache:
 def session_dict(session: Session, profiles: ProfileCache | None = None) -> dict[str, Any]:
     """A session with its token stats, limit and threshold."""
     profile = (profiles or ProfileCache()).for_session(session)
-    try:
-        policy = profile.to_policy(context_limit=session.context_limit)
-        limit, threshold = policy.context_limit, policy.threshold
-    except PolicyError:
-        limit = session.context_limit or profile.context_limit
-        threshold = int(limit * profile.trigger_ratio)
+    standing = shown_standing(session, profile)  # the engine's limit and threshold
+    limit = standing.context_limit
     return {
         "id": session.pk,
         "title": session.title,
@@ -48,7 +43,7 @@ def session_dict(session: Session, profiles: ProfileCache | None = None) -> dict
         "parent": session.parent_id,
         "profile": profile.name,
         "context_limit": limit,
-        "threshold": threshold,
+        "threshold": standing.threshold,
         "version": session.version,
         "message_count": session.message_count,
         "history_tokens": session.history_tokens,

@@ -26,6 +26,7 @@ from .policies import policy_for, profile_for
 from .session_compaction import CompactionOutcome, compact_session
 from .session_state import Change, advance
 from .sessions import refresh_totals
+from .threshold import reserved_over_threshold, standing, usage_over_threshold
 from .usage import reported_usage, same_usage
 from .writeback import CommitMeta, commit_context, take_snapshot
 
@@ -83,7 +84,7 @@ def prepare_context(session: Session, *, fmt: Format = "anthropic") -> PreparedC
         skipped = "disabled"
     elif not status.should_compact:
         skipped = "below_threshold"
-    elif policy.over_threshold(0):  # the engine's skip, without reading the context for it
+    elif reserved_over_threshold(policy):  # the engine's skip, without reading the context
         skipped = "reserved_over_threshold"
     elif in_cooldown(session):
         skipped = "cooldown"
@@ -125,7 +126,7 @@ def post_call_check(
     total = usage["total_tokens"]
     profile = profile_for(session)
     policy = policy_for(session, profile)
-    if not policy.enabled or policy.scaled(total) < policy.threshold:
+    if not usage_over_threshold(policy, total):
         return None
     if in_cooldown(session) or _window_too_small(session, policy):
         return None
@@ -148,7 +149,7 @@ def _window_too_small(session: Session, policy: Policy) -> bool:
     """True (and logged) when the session's stored system prompt and tools alone reach the
     threshold (docs/behaviour.md#reserved-tokens): a compaction could not bring a call
     under it, and one would be queued after every call."""
-    if not policy.over_threshold(0):
+    if not reserved_over_threshold(policy):
         return False
     logger.warning(
         "real usage over the threshold, but the system prompt and tools alone reach it: "
@@ -184,7 +185,7 @@ def _enforce_hard_limit(
     """Hard truncation when the context is still over the hard limit
     (docs/behaviour.md#hard-truncation)."""
     refresh_totals(session)
-    if not policy.over_hard_limit(session.context_tokens):
+    if not standing(policy, session.context_tokens).over_hard_limit:
         return None
     snapshot = take_snapshot(session)
     try:

@@ -10,6 +10,7 @@ from .context_text import Format, context_text, payload_parts, system_text
 from .entries import entry_message, load_entries
 from .overhead import OVERHEAD_VALUES, overhead_values, session_overhead
 from .policies import policy_for
+from .threshold import session_standing
 
 __all__ = [
     "ContextCheck",
@@ -140,16 +141,14 @@ def check(
     if not just_read:
         fresh = Session.objects.filter(pk=session.pk).values("context_tokens", *OVERHEAD_VALUES)
     row = fresh.first() if fresh is not None else None
-    tokens = int(row["context_tokens"]) if row else session.context_tokens
     # A proxied session's system prompt and tool definitions go upstream too (overhead.py).
-    tokens += overhead_values(row) if row else session_overhead(session).total
-    policy = policy_for(session, profile)
-    limit = policy.context_limit
+    counts = (int(row["context_tokens"]), overhead_values(row)) if row else None
+    standing = session_standing(session, profile, counts=counts)
     return ContextCheck(
-        should_compact=bool(policy.enabled and policy.scaled(tokens) >= policy.threshold),
-        tokens=tokens,
-        threshold=policy.threshold,
-        limit=limit,
-        usage=round(tokens / limit, 6) if limit else None,
-        profile=policy.name,
+        should_compact=standing.over_threshold,
+        tokens=standing.tokens,
+        threshold=standing.threshold,
+        limit=standing.context_limit,
+        usage=standing.usage,
+        profile=standing.profile,
     )

@@ -49,6 +49,7 @@ from .sessions import (
     refresh_totals,
     sessions_for,
 )
+from .threshold import session_standing, usage_over_threshold
 from .usage import reported_usage
 
 __all__ = ["ProxyPlan", "ProxyRequest", "plan_request", "record_answer"]
@@ -232,7 +233,7 @@ def _record_locked(
     if usage is not None:  # what post_call_check records, in this transaction
         changes.update(advance(locked, Change(usage=usage)))
         policy = policy_for(locked, profile or _profile_of(locked))
-        over = policy.enabled and policy.scaled(usage["total_tokens"]) >= policy.threshold
+        over = usage_over_threshold(policy, usage["total_tokens"])
     Session.objects.filter(pk=locked.pk).update(**changes)
     return answered, over
 
@@ -283,8 +284,7 @@ def _profile_of(session: Session) -> CompactionProfile:
 
 def _over(session: Session, profile: CompactionProfile) -> bool:
     """The pre-call check (`services.context.check`) from the locked session's counts."""
-    policy = policy_for(session, profile)  # its reserved tokens: the session's overhead
-    return policy.enabled and policy.over_threshold(session.context_tokens)
+    return session_standing(session, profile).over_threshold  # overhead reserved
 
 
 def _append_new(

@@ -117,12 +117,13 @@ def ago(value: datetime | None) -> str:
 
 
 @register.simple_tag
-def usage_bar(tokens: int, limit: int, threshold_ratio: float) -> SafeString:
-    """A small SVG bar: runtime tokens against the limit, with the threshold marked."""
+def usage_bar(tokens: int, limit: int, threshold_ratio: float, over_threshold: bool) -> SafeString:
+    """A small SVG bar: runtime tokens against the limit, with the threshold marked; hot when
+    `over_threshold`, the engine's answer (services/threshold.py)."""
     usage = tokens / limit if limit else 0.0
     fill = round(min(1.0, usage) * BAR_WIDTH, 1)
     mark = round(min(1.0, threshold_ratio) * BAR_WIDTH, 1)
-    level = "over" if usage >= 1 else "hot" if usage >= threshold_ratio else "ok"
+    level = "over" if usage >= 1 else "hot" if over_threshold else "ok"
     label = f"{usage * 100:.0f}% of {short_tokens(limit)} (threshold {threshold_ratio * 100:.0f}%)"
     return format_html(
         '<svg class="usage-bar usage-{}" viewBox="0 0 {} {}" width="{}" height="{}" role="img" '

@@ -95,8 +95,9 @@ class GaugeView:
 
     @property
     def over_threshold(self) -> bool:
-        """True when the next pre-call check would compact."""
-        return self.total >= self.limits.threshold
+        """True when the next pre-call check would compact (the engine's answer,
+        services/threshold.py, handed over in `limits`)."""
+        return self.limits.over_threshold
 
 
 def _chars(value: Any) -> int:

@@ -8,6 +8,7 @@ match, subagents naming their parent.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -18,7 +19,7 @@ from sessions_app.selectors.cursors import InvalidCursor
 from sessions_app.selectors.sessions import DEFAULT_SORT, SORTS, SessionSlice, session_slice
 from sessions_app.selectors.subagents import subagents_of, top_level
 
-from .limits import Limits, LimitsResolver
+from .limits import Limits
 
 __all__ = ["PAGE_SIZE", "SORTS", "SessionPage", "SessionRow", "session_page"]
 
@@ -58,9 +59,11 @@ def session_page(
     sort: str = DEFAULT_SORT,
     cursor: str = "",
     limit: int = PAGE_SIZE,
+    limits: Callable[[Session], Limits],
 ) -> SessionPage:
-    """One page of `sessions` (already the owner's), searched and sorted. A cursor the
-    page did not issue (an old link, a hand-edited URL) opens the first page."""
+    """One page of `sessions` (already the owner's), searched and sorted, each row with its
+    `limits` (the view's, from the threshold service). A cursor the page did not issue (an
+    old link, a hand-edited URL) opens the first page."""
     grouped = not query.strip()
     sessions = top_level(sessions) if grouped else sessions.select_related("parent")
     found: SessionSlice
@@ -68,14 +71,13 @@ def session_page(
         found = session_slice(sessions, search=query, sort=sort, cursor=cursor, limit=limit)
     except InvalidCursor:
         found = session_slice(sessions, search=query, sort=sort, limit=limit)
-    resolve = LimitsResolver()
     children = subagents_of(found.sessions) if grouped else {}
     return SessionPage(
         rows=[
             SessionRow(
                 session,
-                resolve(session),
-                [SessionRow(child, resolve(child)) for child in children.get(session.pk, [])],
+                limits(session),
+                [SessionRow(child, limits(child)) for child in children.get(session.pk, [])],
             )
             for session in found.sessions
         ],

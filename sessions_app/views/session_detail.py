@@ -14,9 +14,10 @@ from sessions_app.models import Session
 from sessions_app.selectors.changes import SessionStamp
 from sessions_app.selectors.profiles import profiles
 from sessions_app.services import jobs
+from sessions_app.services.threshold import shown_standing
 from sessions_app.viewmodels.blocks import usage_view
 from sessions_app.viewmodels.gauge import context_gauge
-from sessions_app.viewmodels.limits import limits_for
+from sessions_app.viewmodels.limits import Limits
 from sessions_app.viewmodels.timeline import token_timeline
 
 from .actions import job_phases
@@ -38,7 +39,7 @@ DETAIL_TEMPLATE: Final = "sessions/detail.html"
 
 def overview_context(session: Session) -> dict[str, Any]:
     """Header stats, context gauge and token timeline of a session."""
-    limits = limits_for(session)
+    limits = Limits.of(shown_standing(session))  # the engine's threshold answer
     return {
         "session": session,
         "limits": limits,

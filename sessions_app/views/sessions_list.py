@@ -10,6 +10,8 @@ from django.views.decorators.http import require_GET
 
 from sessions_app.selectors.changes import list_stamp
 from sessions_app.selectors.sessions import owned_sessions
+from sessions_app.services.threshold import StandingResolver
+from sessions_app.viewmodels.limits import Limits
 from sessions_app.viewmodels.listing import SORTS, session_page
 
 from .common import page_or_partial
@@ -24,11 +26,13 @@ def list_context(request: HttpRequest) -> dict[str, Any]:
     its live poll compares (views/changes.py)."""
     # The stamp first: a change made while the page is read then shows on the next poll.
     stamp = list_stamp(request.user)
+    standing = StandingResolver()  # the default profile read once for the page
     page = session_page(
         owned_sessions(request.user),
         query=request.GET.get("q", "")[:200],
         sort=request.GET.get("sort", ""),
         cursor=request.GET.get("cursor", "")[:500],
+        limits=lambda session: Limits.of(standing(session)),
     )
     return {
         "page": page,

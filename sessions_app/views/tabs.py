@@ -22,9 +22,10 @@ from sessions_app.selectors.compactions import compaction_log
 from sessions_app.services import context as context_service
 from sessions_app.services.context import Format
 from sessions_app.services.offloading import OFFLOAD_STRATEGY
+from sessions_app.services.threshold import shown_standing
 from sessions_app.viewmodels.compare import compare_view
 from sessions_app.viewmodels.history import CompactionTree, history_window
-from sessions_app.viewmodels.limits import limits_for
+from sessions_app.viewmodels.limits import Limits
 
 from .common import is_htmx, owned_session
 from .failures import service_errors
@@ -71,7 +72,7 @@ def _context(request: HttpRequest, session: Session) -> dict[str, Any]:
         "context_chars": len(text),
         "format": fmt,
         "formats": CONTEXT_FORMATS,
-        "limits": limits_for(session),
+        "limits": Limits.of(shown_standing(session)),
     }
 
 

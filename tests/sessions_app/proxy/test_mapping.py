@@ -11,8 +11,9 @@ import pytest
 
 from sessions_app.models import CompactionProfile, Message, Session
 from sessions_app.services.context import check, context_body, context_payload
+from sessions_app.services.threshold import shown_standing
 from sessions_app.viewmodels.gauge import context_gauge
-from sessions_app.viewmodels.limits import limits_for
+from sessions_app.viewmodels.limits import Limits
 from tests.support.fake_anthropic import Reply
 from tests.support.fake_streaming import StreamingAnthropic
 
@@ -229,7 +230,7 @@ def test_system_and_tools_are_counted_in_check_context_and_gauge(
     assert status.tokens == session.context_tokens + overhead
     assert context_payload(session).tokens == session.context_tokens + overhead
     assert json.loads(context_body(session))["tokens"] == session.context_tokens + overhead
-    gauge = context_gauge(session, limits_for(session))
+    gauge = context_gauge(session, Limits.of(shown_standing(session)))
     by_key = {segment.key: segment.tokens for segment in gauge.segments}
     assert by_key["tool_definitions"] == tools_tokens
     assert by_key["system"] == system_tokens

@@ -12,10 +12,11 @@ from compaction.messages import make_summary_message
 from sessions_app.models import Compaction, ContextEntry, Session
 from sessions_app.services.offloading import offload_session
 from sessions_app.services.sessions import create_session
+from sessions_app.services.threshold import shown_standing
 from sessions_app.viewmodels.blocks import build_message_views, key_argument, offloaded_path
 from sessions_app.viewmodels.compare import compare_view
 from sessions_app.viewmodels.gauge import GRID_CELLS, context_gauge
-from sessions_app.viewmodels.limits import Limits, limits_for
+from sessions_app.viewmodels.limits import Limits
 from sessions_app.viewmodels.listing import SORTS, session_page
 from sessions_app.viewmodels.timeline import _series, short_tokens, token_timeline
 from tests.support.histories import exchange, system
@@ -27,6 +28,11 @@ if TYPE_CHECKING:
 pytest_plugins = ["tests.sessions_app.conftest_ui"]
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def limits_for(session: Session) -> Limits:
+    """What the session page hands its view models (views/session_detail.py)."""
+    return Limits.of(shown_standing(session))
 
 
 def row(seq: int, role: str, content: Any, **extra: Any) -> SimpleNamespace:
@@ -231,7 +237,9 @@ def test_every_sort_pages_through_everything_once(user: Any, sort: str) -> None:
     seen: list[Any] = []
     cursor = ""
     for _ in range(10):
-        page = session_page(Session.objects.filter(owner=user), sort=sort, cursor=cursor, limit=3)
+        page = session_page(
+            Session.objects.filter(owner=user), sort=sort, cursor=cursor, limit=3, limits=limits_for
+        )
         seen += [r.session.pk for r in page.rows]
         if page.next_cursor is None:
             break

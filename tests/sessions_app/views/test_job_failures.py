@@ -12,8 +12,9 @@ from django.urls import reverse
 from compaction import SummaryError
 from sessions_app.models import Compaction, CompactionJob
 from sessions_app.services.session_compaction import compact_session
+from sessions_app.services.threshold import shown_standing
 from sessions_app.viewmodels.jobs import failed_phase, job_outcome, job_phases
-from sessions_app.viewmodels.limits import limits_for
+from sessions_app.viewmodels.limits import Limits
 from sessions_app.viewmodels.timeline import token_timeline
 
 if TYPE_CHECKING:
@@ -209,7 +210,7 @@ def test_a_failed_attempt_is_a_red_marker_on_the_timeline(
     assert outcome.compaction is not None
     number = outcome.compaction.number
     session.refresh_from_db()
-    chart = token_timeline(session, limits_for(session))
+    chart = token_timeline(session, Limits.of(shown_standing(session)))
     marker = next(m for m in chart.markers if m.number == number)
     assert marker.failed
     assert not marker.reverted
