@@ -10,21 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from compaction import Problem
-
-__all__ = ["NUL", "NUL_MESSAGE", "first_nul_path", "nul_problems", "strip_nul"]
+__all__ = ["NUL", "NUL_MESSAGE", "first_nul_path", "strip_nul"]
 
 NUL = "\x00"
 NUL_MESSAGE = "must not contain a NUL character (U+0000)"
-
-
-def nul_problems(value: Any, path: str) -> list[Problem]:
-    """A Problem for every string value or mapping key in `value` holding a NUL character.
-
-    Paths extend `path` like the engine's: `messages[3].content[1].text`; a bad key is
-    named with its NUL written as `\\u0000`.
-    """
-    return [Problem(where, NUL_MESSAGE) for where in _nul_paths(value, path)]
 
 
 def first_nul_path(value: Any, path: str = "") -> str | None:

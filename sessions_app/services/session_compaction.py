@@ -38,11 +38,10 @@ from .entries import ENTRY_KEY
 from .errors import InvalidInput, engine_error
 from .failed_attempts import record_failure
 from .policies import policy_for, profile_for, summarizer_for, summary_model
-from .reverting import revert_compaction
 from .sessions import refresh_totals
 from .writeback import CommitMeta, ContextSnapshot, commit_context, take_snapshot
 
-__all__ = ["CompactionOutcome", "CompactionPreview", "compact_session", "revert_compaction"]
+__all__ = ["CompactionOutcome", "CompactionPreview", "compact_session"]
 
 logger = logging.getLogger("sessions_app")
 
@@ -239,7 +238,12 @@ def _not_compacted(
     if reason in NOT_NEEDED:
         return CompactionOutcome(None, result, reason=reason, events=events)
     failed = record_failure(
-        session, meta, reason, tokens_before=snapshot.tokens, messages=len(snapshot.entries)
+        session,
+        meta,
+        reason,
+        tokens_before=snapshot.tokens,
+        messages=len(snapshot.entries),
+        cause=result.failure,
     )
     logger.warning(
         "session compaction failed: %s",

@@ -74,7 +74,8 @@ def test_compaction_archive_offload_and_revert_work_on_s3(s3_storage: Any, db: A
     from django.contrib.auth import get_user_model
 
     from sessions_app.services.offloading import blob_store_for, offload_session
-    from sessions_app.services.session_compaction import compact_session, revert_compaction
+    from sessions_app.services.reverting import revert_compaction
+    from sessions_app.services.session_compaction import compact_session
     from sessions_app.services.sessions import create_session, delete_session
     from tests.support.histories import exchange, synthetic_history
 
