@@ -66,7 +66,7 @@ def raw_pieces(history: Iterable[Any]) -> list[str]:
 
 def raw_tiktoken_pass(pieces: Sequence[str]) -> Callable[[], int]:
     """One plain `encode_ordinary` pass over `pieces` (the baseline the ratios divide by)."""
-    from compaction.tokens import get_encoding
+    from compaction import get_encoding
 
     encode = get_encoding().encode_ordinary
 
@@ -102,7 +102,7 @@ def langchain_trim(history: list[Any], max_tokens: int, runs: int) -> tuple[floa
         from langchain_core.messages import BaseMessage, trim_messages
     except ImportError:
         return None
-    from compaction.tokens import get_encoding
+    from compaction import get_encoding
 
     encode = get_encoding().encode_ordinary
 

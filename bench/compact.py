@@ -42,9 +42,14 @@ from bench.common import (
     table,
 )
 from bench.histories import project_session, synthetic_session
-from compaction import CompactResult, ExtractiveSummarizer, Policy, compact_messages
+from compaction import (
+    CompactResult,
+    ExtractiveSummarizer,
+    Policy,
+    compact_messages,
+    message_token_counts,
+)
 from compaction.folding import outline
-from compaction.tokens import message_token_counts
 
 RUNS = 3
 CHAINS = {"balanced": Policy(), "summary only": Policy(steps=("summary",))}

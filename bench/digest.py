@@ -26,9 +26,14 @@ from typing import Any
 
 from bench.common import options
 from bench.histories import project_session, synthetic_session
-from compaction import CompactResult, ExtractiveSummarizer, Policy, compact_messages
+from compaction import (
+    CompactResult,
+    ExtractiveSummarizer,
+    Policy,
+    compact_messages,
+    message_token_counts,
+)
 from compaction.folding import outline
-from compaction.tokens import message_token_counts
 
 CHAINS = {"balanced": Policy(), "summary only": Policy(steps=("summary",))}
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import django
 
 from bench.common import fastest, options, raw_tiktoken_pass, table
+from compaction import Policy
 from compaction.folding import FoldResult, fold, outline
-from compaction.policy import Policy
 
 RUNS = 3
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from bench.common import fastest, goal, options, raw_pieces, raw_tiktoken_pass, table
 from bench.histories import synthetic_session
-from compaction.tokens import count_tokens, get_encoding
+from compaction import count_tokens, get_encoding
 
 RUNS = 15
 

@@ -34,11 +34,8 @@ from bench.common import (
     table,
 )
 from bench.histories import numbered
+from compaction import Policy, TruncateResult, count_tokens, message_token_counts, smart_truncate
 from compaction.folding import outline
-from compaction.policy import Policy
-from compaction.results import TruncateResult
-from compaction.smart_truncate import smart_truncate
-from compaction.tokens import count_tokens, message_token_counts
 
 RUNS = 3
 

@@ -38,7 +38,7 @@ from django.core.management import call_command  # noqa: E402
 from django.test import Client  # noqa: E402
 
 from bench.common import goal, table  # noqa: E402
-from compaction.summarizers.scripted import ScriptedSummarizer  # noqa: E402
+from compaction import ScriptedSummarizer  # noqa: E402
 from sessions_app.models import Compaction, CompactionProfile, Session  # noqa: E402
 from sessions_app.services.session_compaction import compact_session  # noqa: E402
 from sessions_app.services.sessions import append_messages, create_session  # noqa: E402

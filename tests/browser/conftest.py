@@ -241,7 +241,7 @@ class ScriptedFactory:
     """CTXWEB_SUMMARIZER_CLASS target for the browser tests: an instant scripted summary."""
 
     def __new__(cls, profile: Any) -> Any:
-        from compaction.summarizers.scripted import ScriptedSummarizer
+        from compaction import ScriptedSummarizer
 
         return ScriptedSummarizer(default=SCRIPTED_SUMMARY)
 

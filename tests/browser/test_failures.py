@@ -21,8 +21,7 @@ class FailingFactory:
     """CTXWEB_SUMMARIZER_CLASS target: a summary model that answers HTTP 503."""
 
     def __new__(cls, profile: Any) -> Any:
-        from compaction import SummaryError
-        from compaction.summarizers.scripted import ScriptedSummarizer
+        from compaction import ScriptedSummarizer, SummaryError
 
         error = SummaryError("api_error", "HTTP 503: the model is overloaded", retryable=False)
         return ScriptedSummarizer(default=error)

@@ -81,7 +81,7 @@ def test_the_list_shows_a_session_growing(
 def test_a_compaction_redraws_the_history_and_open_rows_stay_open(
     page: Any, live_server: Any, browser_session: Any, watch: Watch
 ) -> None:
-    from compaction.summarizers.scripted import ScriptedSummarizer
+    from compaction import ScriptedSummarizer
     from sessions_app.services.session_compaction import compact_session
     from tests.sessions_app.conftest_ui import ui_profile
 

@@ -12,7 +12,7 @@ from typing import Any
 from django.core.files.storage import default_storage
 from django.db.models import Sum
 
-from compaction.validation import validate_messages
+from compaction import validate_messages
 from sessions_app.models import Compaction, ContextEntry, Message, Session
 from sessions_app.services.context import runtime_messages
 

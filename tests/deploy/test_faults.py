@@ -19,7 +19,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import DatabaseError, connection
 
-from compaction.summarizers.base import SummaryRequest
+from compaction import SummaryRequest
 from sessions_app.models import Compaction, CompactionJob, CompactionProfile, Session
 from sessions_app.services import writeback
 from sessions_app.services.jobs import MAX_ATTEMPTS, enqueue_compaction, run_job

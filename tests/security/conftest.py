@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.test import Client
 
-from compaction.summarizers.scripted import ScriptedSummarizer
+from compaction import ScriptedSummarizer
 from sessions_app.models import ApiKey, Compaction, CompactionJob, Session
 from sessions_app.services.jobs import enqueue_compaction
 from sessions_app.services.offloading import offload_session

@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from compaction import SummaryError
-from compaction.summarizers.scripted import ScriptedSummarizer
+from compaction import ScriptedSummarizer, SummaryError
 from sessions_app.importers import parse_text
 from sessions_app.models import Compaction, Message, Session
 from sessions_app.nul import first_nul_path

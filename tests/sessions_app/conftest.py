@@ -19,7 +19,7 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.test import Client
 
-from compaction.summarizers.scripted import ScriptedSummarizer
+from compaction import ScriptedSummarizer
 from sessions_app.models import ApiKey, CompactionProfile, Session
 from sessions_app.services.sessions import create_session
 from tests.support.histories import synthetic_history

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from compaction.summarizers.scripted import ScriptedSummarizer
+from compaction import ScriptedSummarizer
 from sessions_app.models import Compaction, CompactionProfile, Session
 from sessions_app.services.session_compaction import compact_session
 from sessions_app.services.sessions import append_messages, create_session

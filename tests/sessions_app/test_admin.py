@@ -12,8 +12,7 @@ from django.contrib.auth import get_user_model
 from django.forms.models import model_to_dict
 from django.test import Client
 
-from compaction import STEPS, Policy
-from compaction.summarizers.scripted import ScriptedSummarizer
+from compaction import STEPS, Policy, ScriptedSummarizer
 from sessions_app.admin_forms import RATIO_FIELDS, CompactionProfileForm, percent_text
 from sessions_app.models import ApiKey, Compaction, CompactionProfile, SummarizerConfig
 from sessions_app.services.auto import prepare_context

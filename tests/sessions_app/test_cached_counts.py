@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from compaction.summarizers.scripted import ScriptedSummarizer
+from compaction import ScriptedSummarizer
 from compaction.tokens import _message_pieces
 from sessions_app.services.session_compaction import compact_session
 from tests.support.encoded import recording_encodes

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from compaction.summarizers.scripted import ScriptedSummarizer
+from compaction import ScriptedSummarizer
 from sessions_app.models import Compaction, Message, Session
 from sessions_app.services.jobs import enqueue_compaction
 from sessions_app.services.session_compaction import compact_session

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from compaction.summarizers.scripted import ScriptedSummarizer
+from compaction import ScriptedSummarizer
 from sessions_app.models import CompactionJob, Message, Session
 from sessions_app.services.session_compaction import compact_session
 from sessions_app.services.sessions import append_messages

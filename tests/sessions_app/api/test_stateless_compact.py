@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from compaction import validate_messages
-from compaction.messages import is_summary_message
+from compaction import is_summary_message, validate_messages
 from sessions_app.models import Compaction, Message, Session
 from tests.sessions_app.conftest import JsonClient
 

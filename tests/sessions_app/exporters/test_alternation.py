@@ -15,8 +15,7 @@ from django.db import transaction
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compaction import merge_adjacent_roles
-from compaction.validation import validate_messages
+from compaction import merge_adjacent_roles, validate_messages
 from sessions_app.exporters import to_anthropic, to_openai
 from sessions_app.models import Session
 from sessions_app.services.sessions import _append_validated, append_messages

@@ -10,8 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compaction.messages import make_summary_message
-from compaction.validation import validate_messages
+from compaction import make_summary_message, validate_messages
 from sessions_app.exporters import export_messages, to_anthropic, to_markdown, to_openai
 from sessions_app.importers import parse, parse_text
 from tests.sessions_app import samples

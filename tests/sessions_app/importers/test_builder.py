@@ -9,8 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compaction.messages import blocks_of
-from compaction.validation import validate_messages
+from compaction import blocks_of, validate_messages
 from sessions_app.importers import ImportedMessage
 from sessions_app.importers.builder import SessionBuilder
 from sessions_app.importers.messagelog import MessageLog

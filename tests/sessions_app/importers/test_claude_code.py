@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from compaction.messages import SUMMARY_KEY, blocks_of
-from compaction.validation import validate_messages
+from compaction import SUMMARY_KEY, blocks_of, validate_messages
 from sessions_app.importers import NO_RESULT_TEXT, ImportedSession, parse, parse_text
 from tests.sessions_app.transcripts import (
     SESSION,

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from compaction.messages import blocks_of
-from compaction.validation import validate_messages
+from compaction import blocks_of, validate_messages
 from sessions_app.importers import ImportedSession, parse_text
 from sessions_app.importers.detect import detect_format
 from tests.sessions_app.transcripts import SESSION, cc_assistant, cc_user, jsonl, text

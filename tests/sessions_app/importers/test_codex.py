@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compaction.messages import blocks_of
-from compaction.validation import validate_messages
+from compaction import blocks_of, validate_messages
 from sessions_app.importers import ImportedSession, parse_text
 from tests.sessions_app.transcripts import jsonl
 

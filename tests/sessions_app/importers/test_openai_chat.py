@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from compaction.messages import blocks_of
-from compaction.validation import validate_messages
+from compaction import blocks_of, validate_messages
 from sessions_app.importers import (
     NO_RESULT_TEXT,
     ImportedSession,

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from compaction.messages import SUMMARY_KEY, blocks_of
-from compaction.validation import validate_messages
+from compaction import SUMMARY_KEY, blocks_of, validate_messages
 from sessions_app.importers import ImportedSession, parse_text
 from tests.sessions_app.transcripts import SESSION, cc_assistant, cc_user, jsonl, text
 

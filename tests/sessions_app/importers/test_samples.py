@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from compaction.messages import blocks_of
-from compaction.validation import validate_messages
+from compaction import blocks_of, validate_messages
 from sessions_app.importers import ImportedSession, detect_format, parse
 from tests.sessions_app import samples
 from tests.sessions_app.samples import EXPECTED, WORKTREES

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from compaction import SummaryError
-from compaction.messages import is_summary_message
+from compaction import SummaryError, is_summary_message
 from sessions_app.models import Compaction, CompactionJob, CompactionProfile, Session
 from sessions_app.services.auto import post_call_check, prepare_context
 from sessions_app.services.context import runtime_messages

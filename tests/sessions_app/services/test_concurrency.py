@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from compaction.messages import is_summary_message
-from compaction.summarizers.base import SummaryRequest
+from compaction import SummaryRequest, is_summary_message
 from sessions_app.models import Compaction, Session
 from sessions_app.services.context import runtime_messages
 from sessions_app.services.errors import Conflict

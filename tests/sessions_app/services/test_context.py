@@ -7,9 +7,7 @@ from typing import Any
 
 import pytest
 
-from compaction import count_tokens
-from compaction.messages import is_summary_message
-from compaction.summarizers.scripted import ScriptedSummarizer
+from compaction import ScriptedSummarizer, count_tokens, is_summary_message
 from sessions_app.models import ContextEntry, Session
 from sessions_app.services.context import (
     check,

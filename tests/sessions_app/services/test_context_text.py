@@ -15,7 +15,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from compaction.summarizers.scripted import ScriptedSummarizer
+from compaction import ScriptedSummarizer
 from sessions_app.models import Session
 from sessions_app.services import context_store
 from sessions_app.services import context_text as context_text_module

@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 from django.core.files.storage import FileSystemStorage
 
-from compaction import SummaryError
-from compaction.summarizers.scripted import ScriptedSummarizer
+from compaction import ScriptedSummarizer, SummaryError
 from sessions_app.models import Session
 from sessions_app.services.failure_errors import failure_error
 from sessions_app.services.session_compaction import compact_session

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 from django.core.files.storage import default_storage
 
-from compaction.messages import SUMMARY_KEY
-from compaction.validation import validate_messages
+from compaction import SUMMARY_KEY, validate_messages
 from sessions_app.models import Compaction, ContextEntry, Message, Session
 from sessions_app.services.context import runtime_messages
 from sessions_app.services.errors import InvalidInput

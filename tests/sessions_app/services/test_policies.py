@@ -6,10 +6,13 @@ from typing import Any
 
 import pytest
 
-from compaction import PolicyError, SummaryRequest
-from compaction.summarizers.anthropic import AnthropicSummarizer
-from compaction.summarizers.extractive import ExtractiveSummarizer
-from compaction.summarizers.openai import OpenAISummarizer
+from compaction import (
+    AnthropicSummarizer,
+    ExtractiveSummarizer,
+    OpenAISummarizer,
+    PolicyError,
+    SummaryRequest,
+)
 from sessions_app.models import CompactionProfile, SummarizerConfig
 from sessions_app.services.errors import InvalidInput, Unavailable
 from sessions_app.services.policies import policy_for, profile_for, summarizer_for, summary_model

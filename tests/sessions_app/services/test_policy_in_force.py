@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from compaction import SummaryError
-from compaction.summarizers.scripted import ScriptedSummarizer
+from compaction import ScriptedSummarizer, SummaryError
 from sessions_app.models import CompactionProfile, Session
 from sessions_app.services.policies import policy_for
 from sessions_app.services.session_compaction import compact_session

@@ -9,9 +9,8 @@ import pytest
 from django.core.files.storage import FileSystemStorage, default_storage
 from django.db import DatabaseError
 
-from compaction import SummaryError, validate_messages
+from compaction import ScriptedSummarizer, SummaryError, validate_messages
 from compaction.messages import is_summary_message, message_text
-from compaction.summarizers.scripted import ScriptedSummarizer
 from sessions_app.models import Compaction, ContextEntry, Message, Session
 from sessions_app.services.context import runtime_messages
 from sessions_app.services.errors import Conflict, NotFound

@@ -27,7 +27,7 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compaction.summarizers.scripted import ScriptedSummarizer
+from compaction import ScriptedSummarizer
 from sessions_app.models import Compaction, ContextEntry, Message, Session
 from sessions_app.services import context_store
 from sessions_app.services import context_text as context_text_module

@@ -15,7 +15,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from compaction.summarizers.scripted import ScriptedSummarizer
+from compaction import ScriptedSummarizer
 from sessions_app.models import Compaction, Session
 from sessions_app.services.session_compaction import compact_session
 from sessions_app.services.sessions import append_messages, create_session
