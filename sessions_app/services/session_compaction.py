@@ -238,12 +238,7 @@ def _not_compacted(
     if reason in NOT_NEEDED:
         return CompactionOutcome(None, result, reason=reason, events=events)
     failed = record_failure(
-        session,
-        meta,
-        reason,
-        tokens_before=snapshot.tokens,
-        messages=len(snapshot.entries),
-        cause=result.failure,
+        session, meta, reason, tokens_before=snapshot.tokens, messages=len(snapshot.entries)
     )
     logger.warning(
         "session compaction failed: %s",
