@@ -5,6 +5,7 @@ module runs the engine itself."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -24,3 +25,19 @@ def test_import_contracts_are_kept() -> None:
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "0 broken" in run.stdout
+
+
+def test_http_faces_and_view_models_build_no_orm_query() -> None:
+    """What the contracts cannot see (docs/architecture.md, "Layers"): no module of api/,
+    views/, proxy/ or viewmodels/ reaches a model's manager (`Model.objects`); their reads
+    go through selectors and their writes through services."""
+    found = []
+    for package in ("api", "views", "proxy", "viewmodels"):
+        for path in sorted((ROOT / "sessions_app" / package).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            found += [
+                f"{path.relative_to(ROOT)}:{node.lineno}"
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Attribute) and node.attr in ("objects", "_default_manager")
+            ]
+    assert found == []
