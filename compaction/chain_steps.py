@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from .errors import FailureCause
 from .hard_truncate import hard_truncate
 from .messages import Message
 from .offload import offload_tool_results
@@ -91,7 +92,8 @@ def run_selective(
     except Exception as error:
         logger.exception("selective pruning failed", extra=report.log_fields())
         report.step("selective", ran=True, why=f"failed: {error!r}", before=state.tokens)
-        raise StepFailure("selective_error", repr(error)) from error
+        cause = FailureCause.raised("selective_error", error)
+        raise StepFailure("selective_error", repr(error), cause) from error
     new = _pruned_state(state, pruned.messages, pruned.source_indexes, policy.encoding)
     counts = {
         "tool_blocks_kept": pruned.tool_blocks_kept,

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
 __all__ = [
     "ArchiveError",
     "BlobStoreError",
     "CompactionError",
+    "FailureCause",
     "InvalidFilesError",
     "InvalidMessagesError",
     "PolicyError",
@@ -63,12 +65,47 @@ class UnknownEncodingError(CompactionError, ValueError):
     """The tiktoken encoding name is not one the engine can load offline."""
 
 
+#: The error type a FailureCause names when the engine's own SummaryError is all there is.
+SUMMARY_ERROR: Final = "SummaryError"
+
+
+@dataclass(frozen=True)
+class FailureCause:
+    """Why a run rolled back, as fields a caller reads instead of parsing a message.
+
+    As httpx's `HTTPStatusError` carries its response: `reason` is the stable failure name
+    (`api_error`, `refusal`, ...), `message` the human text (for an HTTP error answer the
+    server's message, without the `HTTP 429: ` the error's text adds), `status` the HTTP
+    status when the summary model answered with an error, `retry_after` the wait in seconds
+    it asked for, `provider` the summarizer that failed (its `name`: `anthropic`,
+    `openai`, ...), `error_type` the exception's type name (SUMMARY_ERROR for the engine's
+    own; a summarizer's or a step's exception by its own name; None when nothing raised).
+    """
+
+    reason: str
+    message: str = ""
+    status: int | None = None
+    retry_after: float | None = None
+    provider: str | None = None
+    error_type: str | None = None
+
+    @classmethod
+    def raised(cls, reason: str, error: BaseException) -> FailureCause:
+        """The cause of a failure that is `error`, an exception some code raised: its type
+        name and its text (the type name when it has none)."""
+        name = type(error).__name__
+        return cls(reason, str(error) or name, error_type=name)
+
+
 class SummaryError(CompactionError):
     """A summarizer could not produce a usable summary; `reason` is a stable failure name.
 
     The reasons are the values of `compaction.results.FailureReason`. `retry_after` is the
     wait in seconds the server asked for (`Retry-After`, `retry-after-ms`), if any: the
     engine's retry loop waits that long instead of its own backoff, within its maximum wait.
+    `status` is the HTTP status of an error answer: the text then reads
+    `HTTP {status}: {detail}`. `provider` names the summarizer; `error_type` the exception a
+    summarizer raised, when this error stands for one. `cause` is all of it as one value.
     """
 
     def __init__(
@@ -78,12 +115,40 @@ class SummaryError(CompactionError):
         *,
         retryable: bool = True,
         retry_after: float | None = None,
+        status: int | None = None,
+        provider: str | None = None,
+        error_type: str = SUMMARY_ERROR,
     ) -> None:
         self.reason = reason
-        self.detail = detail
+        self.message = detail
+        self.detail = f"HTTP {status}: {detail}" if status is not None else detail
         self.retryable = retryable
         self.retry_after = retry_after
-        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.status = status
+        self.provider = provider
+        self.error_type = error_type
+        super().__init__(f"{reason}: {self.detail}" if self.detail else reason)
+
+    @classmethod
+    def raised(cls, reason: str, error: BaseException) -> SummaryError:
+        """The SummaryError standing for `error`, which a summarizer raised: its text is
+        the exception's repr, its cause names the exception (`FailureCause.raised`)."""
+        cause = FailureCause.raised(reason, error)
+        made = cls(reason, repr(error), error_type=cause.error_type or SUMMARY_ERROR)
+        made.message = cause.message
+        return made
+
+    @property
+    def cause(self) -> FailureCause:
+        """The fields of this error as one frozen value."""
+        return FailureCause(
+            self.reason,
+            self.message,
+            status=self.status,
+            retry_after=self.retry_after,
+            provider=self.provider,
+            error_type=self.error_type,
+        )
 
 
 class BlobStoreError(CompactionError, OSError):

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .errors import FailureCause
 from .options import EventHandler
 from .results import CompactionEvent, EventPhase, StepReport
 from .run_state import StepFailure
@@ -31,6 +32,8 @@ class RunReport:
     events: list[CompactionEvent] = field(default_factory=list)
     steps: list[StepReport] = field(default_factory=list)
     failure: str | None = None
+    #: The last rollback's failure as fields (`CompactResult.failure`).
+    cause: FailureCause | None = None
     rolled_back: bool = False
 
     def emit(self, phase: EventPhase, **fields: Any) -> None:
@@ -80,6 +83,7 @@ class RunReport:
         """Record a rollback to a snapshot of `tokens` tokens; the reports of `steps`
         (default: all) that had changed something are marked rolled back."""
         self.failure = failure.reason
+        self.cause = failure.cause
         self.rolled_back = True
         self.steps = [
             replace(r, changed=False, detail={**r.detail, "rolled_back": True})

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final, Literal, get_args
 
+from .errors import FailureCause
 from .messages import Message
 
 __all__ = [
@@ -125,7 +126,9 @@ class CompactResult:
     """The outcome of `compact_messages`.
 
     `messages` is the new context (the input itself when not compacted). `reason` names why
-    nothing was compacted, or a failure reason; `archive_path` is where the originals went.
+    nothing was compacted, or a failure reason; `failure` is the last rollback's failure as
+    fields (its HTTP status, the server's Retry-After, the summarizer, the exception's
+    type), None when nothing rolled back; `archive_path` is where the originals went.
     """
 
     messages: list[Message]
@@ -139,6 +142,7 @@ class CompactResult:
     summarizer: str | None = None
     duration_ms: int = 0
     partition: Partition | None = None
+    failure: FailureCause | None = None
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from .errors import FailureCause
 from .messages import Message
 from .tokens import message_token_counts
 
@@ -34,9 +35,13 @@ class ContextState:
 
 
 class StepFailure(Exception):
-    """A step failed: roll back, record `reason` (and `detail` in the rollback event)."""
+    """A step failed: roll back, record `reason` (and `detail` in the rollback event).
 
-    def __init__(self, reason: str, detail: str = "") -> None:
+    `cause` is the failure as fields (`CompactResult.failure`); by default the reason with
+    `detail` as its message."""
+
+    def __init__(self, reason: str, detail: str = "", cause: FailureCause | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.detail = detail
+        self.cause = cause or FailureCause(reason, detail)

@@ -141,7 +141,8 @@ class SummaryStep:
             self.report.step(
                 "summary", ran=True, why=f"failed: {error.reason}", before=state.tokens
             )
-            raise StepFailure(error.reason, error.detail) from error
+            cause = replace(error.cause, provider=error.provider or self.name)
+            raise StepFailure(error.reason, error.detail, cause) from error
         outlines = self.file_outlines(parts.middle, counts)
         final_counts = counts if final.messages is request.messages else None
         first = self.assemble(state, parts, text, outlines)
@@ -251,7 +252,7 @@ class SummaryStep:
         except SummaryError:
             raise
         except Exception as error:  # a summarizer bug must not break the caller's loop
-            raise SummaryError("summarizer_error", repr(error)) from error
+            raise SummaryError.raised("summarizer_error", error) from error
         if not isinstance(text, str) or not text.strip():
             raise SummaryError("empty_summary", "the summarizer returned no text")
         return text.strip()

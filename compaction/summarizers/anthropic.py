@@ -105,17 +105,24 @@ class AnthropicSummarizer:
                 timeout=self.timeout,
             )
         except sdk.APITimeoutError as error:
-            raise SummaryError("timeout", f"no answer within {self.timeout} s") from error
+            raise SummaryError(
+                "timeout", f"no answer within {self.timeout} s", provider=self.name
+            ) from error
         except sdk.APIConnectionError as error:
-            raise SummaryError("api_error", f"connection failed: {error}") from error
+            raise SummaryError(
+                "api_error", f"connection failed: {error}", provider=self.name
+            ) from error
         except sdk.APIStatusError as error:
             details = error.body.get("error") if isinstance(error.body, dict) else None
             code = details.get("type") if isinstance(details, dict) else None
+            headers = error.response.headers
             raise status_error(
-                error.status_code, error.message, error.response.headers, code=code
+                error.status_code, error.message, headers, code=code, provider=self.name
             ) from error
         except sdk.AnthropicError as error:  # credentials, bad response shape, ...
-            raise SummaryError("api_error", str(error), retryable=False) from error
+            raise SummaryError(
+                "api_error", str(error), retryable=False, provider=self.name
+            ) from error
 
 
 def summary_text(content: Sequence[Any] | None, stop_reason: str | None) -> str:

@@ -97,7 +97,7 @@ class OpenAISummarizer:
     def summarize(self, request: SummaryRequest) -> str:
         """One Chat Completions call; the summary text, or SummaryError with a reason."""
         if self._client is None:
-            raise SummaryError("api_error", self._client_error, retryable=False)
+            raise SummaryError("api_error", self._client_error, retryable=False, provider=self.name)
         max_tokens = self.max_tokens or request.max_tokens
         started = log_request(self.model, len(request.messages), max_tokens)
         response = self._create(request, max_tokens)
@@ -158,14 +158,16 @@ class OpenAISummarizer:
 
     def _mapped(self, error: Any) -> SummaryError:
         sdk = self._sdk
+        name = self.name
         if isinstance(error, sdk.APITimeoutError):
-            return SummaryError("timeout", f"no answer within {self.timeout} s")
+            return SummaryError("timeout", f"no answer within {self.timeout} s", provider=name)
         if isinstance(error, sdk.APIConnectionError):
-            return SummaryError("api_error", f"connection failed: {error}")
+            return SummaryError("api_error", f"connection failed: {error}", provider=name)
         if isinstance(error, sdk.APIStatusError):
             code = getattr(error, "code", None) or getattr(error, "type", None)
-            return status_error(error.status_code, error.message, error.response.headers, code=code)
-        return SummaryError("api_error", str(error), retryable=False)
+            headers = error.response.headers
+            return status_error(error.status_code, error.message, headers, code=code, provider=name)
+        return SummaryError("api_error", str(error), retryable=False, provider=name)
 
 
 def _token_parameter(url: str) -> str:

@@ -90,20 +90,31 @@ def _http_date_wait(value: str) -> float:
 
 
 def status_error(
-    status: int, message: str, headers: Mapping[str, str] | None, *, code: str | None = None
+    status: int,
+    message: str,
+    headers: Mapping[str, str] | None,
+    *,
+    code: str | None = None,
+    provider: str | None = None,
 ) -> SummaryError:
-    """The SummaryError for an HTTP error answer.
+    """The SummaryError for an HTTP error answer, its `status`, `retry_after` and `provider`
+    as fields (its text reads `HTTP {status}: {message}`).
 
     A request larger than the model's window is `context_exceeded` (never retried: the
     same request would fail again). Anything else is `api_error`, retryable for the
     statuses of RETRYABLE_STATUS_CODES unless the server's `x-should-retry` says otherwise,
     with the server's `Retry-After` as `retry_after`.
     """
-    detail = f"HTTP {status}: {message}"
     if status == 413 or (
         status in {400, 422} and (code in _CONTEXT_CODES or _CONTEXT_MESSAGE.search(message))
     ):
-        return SummaryError("context_exceeded", detail + _CONTEXT_HINT, retryable=False)
+        return SummaryError(
+            "context_exceeded",
+            message + _CONTEXT_HINT,
+            retryable=False,
+            status=status,
+            provider=provider,
+        )
     lowered = {str(k).lower(): str(v).strip().lower() for k, v in (headers or {}).items()}
     should_retry = lowered.get("x-should-retry")
     if should_retry in {"true", "false"}:
@@ -111,7 +122,12 @@ def status_error(
     else:
         retryable = status in RETRYABLE_STATUS_CODES
     return SummaryError(
-        "api_error", detail, retryable=retryable, retry_after=retry_after_seconds(headers)
+        "api_error",
+        message,
+        retryable=retryable,
+        retry_after=retry_after_seconds(headers),
+        status=status,
+        provider=provider,
     )
 
 

@@ -10,6 +10,8 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
+from compaction import FailureCause
+
 from ..models import Compaction, Session
 from ..nul import strip_nul
 from .failure_errors import with_failure_error
@@ -28,9 +30,11 @@ def record_failure(
     tokens_before: int = 0,
     messages: int = 0,
     error: BaseException | None = None,
+    cause: FailureCause | None = None,
 ) -> Compaction | None:
     """A failed attempt as a Compaction row (status failed; details["error"] names the error,
-    services/failure_errors.py); the context is untouched. Best effort: logged, else None."""
+    services/failure_errors.py: `error` a failure at commit, `cause` the engine's failure);
+    the context is untouched. Best effort: logged, else None."""
     try:
         with transaction.atomic():
             locked = Session.objects.select_for_update().get(pk=session.pk)
@@ -51,7 +55,7 @@ def record_failure(
                 duration_ms=meta.duration_ms,
                 status=Compaction.Status.FAILED,
                 failure_reason=strip_nul(reason[:64]),
-                details=strip_nul(with_failure_error(meta.details, reason, error)),
+                details=strip_nul(with_failure_error(meta.details, reason, error, cause=cause)),
                 **policy_in_force(meta.details),
             )
     except Session.DoesNotExist:

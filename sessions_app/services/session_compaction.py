@@ -238,7 +238,12 @@ def _not_compacted(
     if reason in NOT_NEEDED:
         return CompactionOutcome(None, result, reason=reason, events=events)
     failed = record_failure(
-        session, meta, reason, tokens_before=snapshot.tokens, messages=len(snapshot.entries)
+        session,
+        meta,
+        reason,
+        tokens_before=snapshot.tokens,
+        messages=len(snapshot.entries),
+        cause=result.failure,
     )
     logger.warning(
         "session compaction failed: %s",

@@ -28,7 +28,7 @@ from sessions_app.services.errors import InvalidInput
 from sessions_app.services.failure_errors import failure_error
 from sessions_app.services.offloading import OFFLOAD_STRATEGY, offload_session
 from sessions_app.services.reverting import revert_compaction
-from sessions_app.services.session_compaction import compact_session
+from sessions_app.services.session_compaction import CompactionOutcome, compact_session
 from sessions_app.viewmodels.blocks import MessageView, build_message_views
 from sessions_app.viewmodels.jobs import job_phases, job_view
 
@@ -147,17 +147,19 @@ def compact_preview(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse
         "hidden_rows": max(0, len(ids) - PREVIEW_ROWS),
         "params": params,
         "outcome": outcome,
-        "failure": _preview_failure(outcome.reason, outcome.events),
+        "failure": _preview_failure(outcome),
         "max_summary": MAX_SUMMARY,
     }
     return render(request, f"{ACTIONS}#preview", context)
 
 
-def _preview_failure(reason: str | None, events: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _preview_failure(outcome: CompactionOutcome) -> dict[str, Any] | None:
     """The error of a dry run that could not compact for a failure (not "nothing needed")."""
+    reason = outcome.reason
     if not reason or reason in NOT_NEEDED:
         return None
-    return failure_error(reason, {"events": events})
+    cause = outcome.result.failure if outcome.result is not None else None
+    return failure_error(reason, {"events": outcome.events}, cause=cause)
 
 
 @login_required

@@ -23,7 +23,7 @@ class FailingFactory:
     def __new__(cls, profile: Any) -> Any:
         from compaction import ScriptedSummarizer, SummaryError
 
-        error = SummaryError("api_error", "HTTP 503: the model is overloaded", retryable=False)
+        error = SummaryError("api_error", "the model is overloaded", retryable=False, status=503)
         return ScriptedSummarizer(default=error)
 
 

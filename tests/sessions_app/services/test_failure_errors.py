@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from django.core.files.storage import FileSystemStorage
 
-from compaction import ScriptedSummarizer, SummaryError
+from compaction import FailureCause, ScriptedSummarizer, SummaryError
 from sessions_app.models import Session
 from sessions_app.services.failure_errors import failure_error
 from sessions_app.services.session_compaction import compact_session
@@ -27,7 +27,8 @@ def rollback(detail: str) -> dict[str, Any]:
 
 
 def test_an_http_error_answer_gives_its_status_and_message() -> None:
-    error = failure_error("api_error", rollback("HTTP 429: rate limited, slow down"))
+    cause = SummaryError("api_error", "rate limited, slow down", status=429).cause
+    error = failure_error("api_error", rollback("HTTP 429: rate limited, slow down"), cause=cause)
     assert error == {
         "type": "SummaryError",
         "message": "rate limited, slow down",
@@ -37,7 +38,8 @@ def test_an_http_error_answer_gives_its_status_and_message() -> None:
 
 
 def test_a_raised_exception_gives_its_type_and_message() -> None:
-    error = failure_error("summarizer_error", rollback("RuntimeError('boom')"))
+    cause = FailureCause.raised("summarizer_error", RuntimeError("boom"))
+    error = failure_error("summarizer_error", rollback("RuntimeError('boom')"), cause=cause)
     assert error["type"] == "RuntimeError"
     assert error["message"] == "boom"
     assert error["status"] is None
@@ -49,7 +51,8 @@ def test_retries_and_the_servers_wait_are_counted() -> None:
         {"phase": "summary_retry", "detail": {"delay": 1.0, "retry_after": 7}},
         {"phase": "summary_retry", "detail": {"delay": 2.0}},
     ]
-    error = failure_error("api_error", details)
+    cause = FailureCause("api_error", "overloaded", status=503)
+    error = failure_error("api_error", details, cause=cause)
     assert (error["status"], error["attempts"], error["retry_after"]) == (503, 3, 7.0)
 
 
@@ -64,7 +67,7 @@ def test_without_events_the_reason_is_the_message() -> None:
 
 def test_a_failed_summary_stores_the_http_status_on_the_row(session: Session) -> None:
     failing = ScriptedSummarizer(
-        default=SummaryError("api_error", "HTTP 401: invalid api key", retryable=False)
+        default=SummaryError("api_error", "invalid api key", retryable=False, status=401)
     )
     outcome = compact_session(session, summarizer=failing)
     assert outcome.compaction is not None

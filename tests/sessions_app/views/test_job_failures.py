@@ -120,7 +120,7 @@ def test_a_job_that_compacted_nothing_is_not_a_green_success(ui_session: UiSessi
 def test_a_failed_job_shows_its_phase_and_underlying_error(
     ui_session: UiSession, logged_in: Client, scripted: Any, immediate_tasks: None
 ) -> None:
-    scripted(default=SummaryError("api_error", "HTTP 401: invalid x-api-key", retryable=False))
+    scripted(default=SummaryError("api_error", "invalid x-api-key", retryable=False, status=401))
     session = ui_session.session
     response = logged_in.post(
         reverse("ui:compact", args=[session.pk]), {"profile": "ui-test"}, HTTP_HX_REQUEST="true"
@@ -163,7 +163,7 @@ def test_a_finished_jobs_link_lands_on_its_marker(
 def test_a_preview_that_would_fail_is_an_error_not_info(
     ui_session: UiSession, logged_in: Client, scripted: Any
 ) -> None:
-    scripted(default=SummaryError("summarizer_error", "RuntimeError('no key')", retryable=False))
+    scripted(default=RuntimeError("no key"))  # the engine's summarizer_error
     response = logged_in.post(
         reverse("ui:compact_preview", args=[ui_session.session.pk]),
         {"profile": "ui-test"},
