@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Sequence
 
 from django.db import transaction
 from django.utils import timezone
@@ -12,7 +13,7 @@ from .archives import ArchivedEntry, read_archive
 from .errors import Conflict, NotFound
 from .writeback import refresh_session_totals
 
-__all__ = ["blocking_compaction", "revert_compaction"]
+__all__ = ["revert_compaction", "revert_refusal", "revertable_numbers"]
 
 logger = logging.getLogger("sessions_app")
 
@@ -20,24 +21,18 @@ logger = logging.getLogger("sessions_app")
 def revert_compaction(session: Session, number: int) -> Compaction:
     """Restore the entries compaction `number` replaced; it becomes `reverted`.
 
-    Only the newest compaction over a region can be reverted: when a later one covers any
-    of its entries, Conflict names the one to revert first. Raises NotFound for an unknown
-    number and ArchiveUnavailable when the archive cannot be read.
+    Only the newest compaction over a region can be reverted (`revert_refusal`): when a
+    later one covers any of its entries, Conflict names the one to revert first. Raises
+    NotFound for an unknown number and ArchiveUnavailable when the archive cannot be read.
     """
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
         compaction = Compaction.objects.filter(session=locked, number=number).first()
         if compaction is None:
             raise NotFound(f"no compaction #{number}")
-        if compaction.status != Compaction.Status.SUCCEEDED:
-            raise Conflict(f"compaction #{number} is {compaction.status}: nothing to revert")
-        blocker = blocking_compaction(compaction)
-        if blocker is not None:
-            raise Conflict(
-                f"compaction #{number} is covered by the newer compaction #{blocker.number}: "
-                f"revert #{blocker.number} first",
-                blocking=blocker.number,
-            )
+        refusal = revert_refusal(compaction, _in_effect(locked))
+        if refusal is not None:
+            raise refusal
         archive = read_archive(compaction)
         ContextEntry.objects.filter(session=locked, compaction=compaction).delete()
         ContextEntry.objects.bulk_create([_restored(locked, item) for item in archive.entries])
@@ -60,30 +55,65 @@ def revert_compaction(session: Session, number: int) -> Compaction:
     return compaction
 
 
-def blocking_compaction(compaction: Compaction) -> Compaction | None:
-    """The newest later compaction still in effect that covers part of `compaction`'s region."""
-    if compaction.parent_id is not None:
-        parent = Compaction.objects.filter(pk=compaction.parent_id).first()
-        if parent is not None and parent.status == Compaction.Status.SUCCEEDED:
-            newer = _newest_overlapping(compaction)
-            return newer or parent
-    return _newest_overlapping(compaction)
+def revert_refusal(compaction: Compaction, in_effect: Iterable[Compaction]) -> Conflict | None:
+    """Why `compaction` cannot be reverted now (the Conflict `revert_compaction` raises), or
+    None when it can: the one rule, asked by the pages before they offer a revert.
 
-
-def _newest_overlapping(compaction: Compaction) -> Compaction | None:
-    if compaction.first_position is None or compaction.last_position is None:
+    `in_effect` holds the succeeded compactions of its session (more rows are ignored; the
+    compaction log passes every row it shows). A compaction (or an offload's record) can be
+    reverted when it succeeded and no compaction still in effect covers it: neither its
+    parent (the one that re-summarized its summary) nor a newer one whose position range
+    overlaps its own.
+    """
+    number = compaction.number
+    if compaction.status != Compaction.Status.SUCCEEDED:
+        return Conflict(f"compaction #{number} is {compaction.status}: nothing to revert")
+    blocker = _blocker(compaction, in_effect)
+    if blocker is None:
         return None
-    return (
-        Compaction.objects.filter(
-            session_id=compaction.session_id,
-            status=Compaction.Status.SUCCEEDED,
-            number__gt=compaction.number,
-            first_position__lte=compaction.last_position,
-            last_position__gte=compaction.first_position,
-        )
-        .order_by("-number")
-        .first()
+    return Conflict(
+        f"compaction #{number} is covered by the newer compaction #{blocker.number}: "
+        f"revert #{blocker.number} first",
+        blocking=blocker.number,
     )
+
+
+def revertable_numbers(compactions: Sequence[Compaction]) -> set[int]:
+    """The numbers of `compactions` (every row of one session) `revert_refusal` allows."""
+    return {c.number for c in compactions if revert_refusal(c, compactions) is None}
+
+
+def _in_effect(session: Session) -> list[Compaction]:
+    return list(Compaction.objects.filter(session=session, status=Compaction.Status.SUCCEEDED))
+
+
+def _blocker(compaction: Compaction, in_effect: Iterable[Compaction]) -> Compaction | None:
+    succeeded = {
+        c.pk: c
+        for c in in_effect
+        if c.status == Compaction.Status.SUCCEEDED and c.session_id == compaction.session_id
+    }
+    newer = _newest_overlapping(compaction, succeeded.values())
+    parent = succeeded.get(compaction.parent_id) if compaction.parent_id is not None else None
+    return newer or parent
+
+
+def _newest_overlapping(
+    compaction: Compaction, succeeded: Iterable[Compaction]
+) -> Compaction | None:
+    first, last = compaction.first_position, compaction.last_position
+    if first is None or last is None:
+        return None
+    overlapping = [
+        c
+        for c in succeeded
+        if c.number > compaction.number
+        and c.first_position is not None
+        and c.last_position is not None
+        and c.first_position <= last
+        and c.last_position >= first
+    ]
+    return max(overlapping, key=lambda c: c.number, default=None)
 
 
 def _restored(session: Session, item: ArchivedEntry) -> ContextEntry:
