@@ -6,7 +6,7 @@ their ranges nest inside its range. `GET /api/sessions/{id}/history` (its `compa
 and the history tab draw this same tree.
 
 Only succeeded compactions are in the tree: a failed or a reverted compaction folds
-nothing, so it has no children here; nor does an offload's record (strategy `offload`,
+nothing, so it has no children here; nor does an offload's record (`Compaction.is_offload`,
 services/offloading.py), which changes entries in place and has no marker. A compaction
 whose recorded parent is failed or reverted hangs from the nearest succeeded ancestor up the
 parent chain (whose range holds its range), or is at the top when there is none.
@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sessions_app.models import Compaction
-from sessions_app.services.offloading import OFFLOAD_STRATEGY
 
 __all__ = ["CompactionTree"]
 
@@ -41,7 +40,7 @@ class CompactionTree:
         self.active = {
             pk: c
             for pk, c in everything.items()
-            if c.status == Compaction.Status.SUCCEEDED and c.strategy != OFFLOAD_STRATEGY
+            if c.status == Compaction.Status.SUCCEEDED and c.is_point
         }
         self._parent: dict[int, int | None] = {
             pk: self._effective_parent(c, everything) for pk, c in self.active.items()

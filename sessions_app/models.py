@@ -17,6 +17,7 @@ from django.db import models
 from compaction import Policy
 
 from .api_key import ApiKey as ApiKey  # re-exported: Django finds models through this module
+from .compaction_kind import CompactionKind, CompactionQuerySet, KindOfCompaction
 from .importers import import_formats
 from .jsontext import JSONTextField
 from .summarizer_config import SummarizerConfig as SummarizerConfig  # re-exported
@@ -291,8 +292,11 @@ class Message(models.Model):
         return {**self.extra, "role": self.role, "content": self.content}
 
 
-class Compaction(models.Model):
-    """One compaction point: what it replaced, its summary, its stats and its archive."""
+class Compaction(KindOfCompaction, models.Model):
+    """One compaction point: what it replaced, its summary, its stats and its archive; or
+    the record of an offload (`kind`, sessions_app/compaction_kind.py)."""
+
+    Kind = CompactionKind
 
     class Trigger(models.TextChoices):
         AUTO = "auto"
@@ -352,6 +356,8 @@ class Compaction(models.Model):
     hard_limit = models.PositiveIntegerField(
         null=True, blank=True, help_text="Tokens: the hard limit in force when it ran."
     )
+
+    objects = CompactionQuerySet.as_manager()
 
     class Meta:
         ordering = ["session", "number"]

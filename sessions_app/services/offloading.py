@@ -3,7 +3,7 @@ Django's storage.
 
 Only the runtime context changes (ContextEntry.content holds the reference); the full
 history's Message rows keep the original results. Each offload that moves something is
-recorded in the compaction log as a Compaction row (strategy `offload`, the files it wrote
+recorded in the compaction log as a Compaction row (`Compaction.Kind.OFFLOAD`, the files it wrote
 in `details["offload"]`) with an archive of the entries as they were, so it is undone like
 any compaction: `revert_compaction` (services/reverting.py) puts the results back.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from compaction import (
     BlobStoreError,
@@ -30,12 +30,9 @@ from .policies import policy_for, profile_for
 from .sessions import refresh_totals
 from .writeback import CommitMeta, ContextSnapshot, commit_context, take_snapshot
 
-__all__ = ["OFFLOAD_STRATEGY", "OffloadResult", "blob_store_for", "offload_session"]
+__all__ = ["OffloadResult", "blob_store_for", "offload_session"]
 
 logger = logging.getLogger("sessions_app")
-
-#: The `strategy` of the Compaction row that records an offload.
-OFFLOAD_STRATEGY: Final = "offload"
 
 
 def blob_store_for(session: Session) -> DjangoStorageBlobStore:
@@ -128,7 +125,7 @@ def _meta(
     after = before - sum(snapshot.token_counts[i] for i, _ in changed) + sum(counts)
     return CommitMeta(
         trigger=trigger,
-        strategy=OFFLOAD_STRATEGY,
+        strategy=Compaction.Kind.OFFLOAD,
         encoding=encoding,
         stats={
             "original_token_count": before,

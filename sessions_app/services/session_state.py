@@ -137,10 +137,9 @@ def recounted(session: Session) -> dict[str, int]:
     totals = ContextEntry.objects.filter(session=session).aggregate(
         tokens=Sum("token_count"), count=Count("id")
     )
-    # An offload's record (strategy "offload", services/offloading.py) is no compaction point.
-    points = Compaction.objects.filter(session=session, status=Compaction.Status.SUCCEEDED)
+    succeeded = Compaction.objects.filter(session=session, status=Compaction.Status.SUCCEEDED)
     return {
         "context_tokens": int(totals["tokens"] or 0),
         "context_entry_count": int(totals["count"] or 0),
-        "compaction_count": points.exclude(strategy="offload").count(),
+        "compaction_count": succeeded.points().count(),
     }

@@ -13,7 +13,6 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from sessions_app.models import Compaction
-from sessions_app.services.offloading import OFFLOAD_STRATEGY
 
 __all__ = ["OffloadFile", "OffloadView", "offload_view"]
 
@@ -40,7 +39,7 @@ def offload_view(compaction: Compaction) -> OffloadView | None:
     """The offload part of a compaction record, or None when it offloaded nothing."""
     details = compaction.details if isinstance(compaction.details, Mapping) else {}
     own = details.get("offload")
-    if compaction.strategy == OFFLOAD_STRATEGY and isinstance(own, Mapping):
+    if compaction.is_offload and isinstance(own, Mapping):
         return OffloadView(
             files=[f for f in map(_file, own.get("files") or []) if f is not None],
             own=True,

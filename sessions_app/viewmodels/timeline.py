@@ -15,7 +15,6 @@ from typing import Final
 from sessions_app.models import Compaction, Session
 from sessions_app.selectors.compactions import newest_compaction_number, session_compactions
 from sessions_app.selectors.history import first_seq_after, message_tokens
-from sessions_app.services.offloading import OFFLOAD_STRATEGY
 from sessions_app.services.overhead import session_overhead
 
 from .caching import session_cached
@@ -303,5 +302,5 @@ def _marker(scale: _Scale, before: _Point, after: _Point, compaction: Compaction
         reverted=compaction.status == Compaction.Status.REVERTED,
         failed=compaction.status == Compaction.Status.FAILED,
         failure_reason=compaction.failure_reason,
-        offload=compaction.strategy == OFFLOAD_STRATEGY,
+        offload=compaction.is_offload,
     )

@@ -26,7 +26,7 @@ from sessions_app.selectors.profiles import profile_exists
 from sessions_app.services import jobs
 from sessions_app.services.errors import InvalidInput
 from sessions_app.services.failure_errors import failure_error
-from sessions_app.services.offloading import OFFLOAD_STRATEGY, offload_session
+from sessions_app.services.offloading import offload_session
 from sessions_app.services.reverting import revert_compaction
 from sessions_app.services.session_compaction import CompactionOutcome, compact_session
 from sessions_app.viewmodels.blocks import MessageView, build_message_views
@@ -240,7 +240,7 @@ def revert(request: HttpRequest, session_id: uuid.UUID, number: int) -> HttpResp
     """Undo compaction `number`: its original entries come back into the runtime context."""
     compaction = owned_compaction(request, session_id, number)
     revert_compaction(compaction.session, number)
-    if compaction.strategy == OFFLOAD_STRATEGY:
+    if compaction.is_offload:
         text = f"Undid offload #{number}: the offloaded tool results are back in the context."
     else:
         text = f"Reverted compaction #{number}: its original messages are back in the context."

@@ -10,10 +10,12 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from sessions_app.selectors import history as history_reads
+from sessions_app.selectors.compactions import session_compactions
 from sessions_app.selectors.files import offloaded_file
 from sessions_app.selectors.history import message_at
 from sessions_app.selectors.retention import lost_identifiers
 from sessions_app.services.errors import NotFound
+from sessions_app.services.reverting import revert_refusal
 from sessions_app.viewmodels.blocks import build_message_views, result_text
 from sessions_app.viewmodels.history import CompactionTree, history_window, parse_bound
 
@@ -68,11 +70,11 @@ def history_gap(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
 def compaction_summary(request: HttpRequest, session_id: uuid.UUID, number: int) -> HttpResponse:
     """A marker's summary text, with who wrote it and the instructions it was given."""
     compaction = owned_compaction(request, session_id, number)
-    tree = CompactionTree.for_session(compaction.session)
+    rows = session_compactions(compaction.session)
     context = {
         "session": compaction.session,
         "compaction": compaction,
-        "revertable": tree.is_top_level(compaction),
+        "revertable": revert_refusal(compaction, rows) is None,
     }
     return render(request, f"{HISTORY}#summary", context)
 

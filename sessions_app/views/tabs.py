@@ -17,11 +17,11 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from sessions_app.models import Compaction, Session
+from sessions_app.models import Session
 from sessions_app.selectors.compactions import compaction_log
 from sessions_app.services import context as context_service
 from sessions_app.services.context import Format
-from sessions_app.services.offloading import OFFLOAD_STRATEGY
+from sessions_app.services.reverting import revertable_numbers
 from sessions_app.services.threshold import shown_standing
 from sessions_app.viewmodels.compare import compare_view
 from sessions_app.viewmodels.history import CompactionTree, history_window
@@ -95,14 +95,8 @@ def context_download(request: HttpRequest, session_id: uuid.UUID) -> HttpRespons
 def _log(_request: HttpRequest, session: Session) -> dict[str, Any]:
     compactions = compaction_log(session)
     tree = CompactionTree(compactions)
-    # An offload has no marker in the tree; the revert service refuses it while a newer
-    # compaction covers its entries.
-    revertable = {
-        c.number
-        for c in compactions
-        if tree.is_top_level(c)
-        or (c.strategy == OFFLOAD_STRATEGY and c.status == Compaction.Status.SUCCEEDED)
-    }
+    # Revert (or Undo offload) is offered exactly where the revert service allows it.
+    revertable = revertable_numbers(compactions)
     return {"compactions": compactions, "tree": tree, "revertable": revertable}
 
 

@@ -109,8 +109,7 @@ def _compaction_problems(session: Session) -> list[str]:
     if numbers != sorted(set(numbers)):
         problems.append(f"compaction numbers not unique: {numbers}")
     succeeded = [c for c in compactions if c.status == Compaction.Status.SUCCEEDED]
-    # An offload's record is no compaction point (services/offloading.py).
-    points = [c for c in succeeded if c.strategy != "offload"]
+    points = [c for c in succeeded if c.is_point]  # an offload's record is none
     if session.compaction_count != len(points):
         problems.append(f"cached compaction_count {session.compaction_count} != {len(points)}")
     for compaction in succeeded:

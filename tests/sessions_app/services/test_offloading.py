@@ -11,7 +11,7 @@ from compaction.offload import offload_reference
 from sessions_app.models import Compaction, ContextEntry, Message
 from sessions_app.services.context import runtime_messages
 from sessions_app.services.errors import Conflict
-from sessions_app.services.offloading import OFFLOAD_STRATEGY, offload_session
+from sessions_app.services.offloading import offload_session
 from sessions_app.services.reverting import revert_compaction
 from tests.support.histories import assistant, exchange, user
 
@@ -70,7 +70,7 @@ def test_an_offload_is_recorded_in_the_compaction_log_with_its_files(make_sessio
     result = offload_session(session)
     assert result.compaction is not None
     record = Compaction.objects.get(session=session, number=result.compaction)
-    assert record.strategy == OFFLOAD_STRATEGY
+    assert record.strategy == Compaction.Kind.OFFLOAD
     assert record.trigger == Compaction.Trigger.MANUAL
     assert record.status == Compaction.Status.SUCCEEDED
     files = record.details["offload"]["files"]
