@@ -14,11 +14,13 @@ import json
 import os
 import platform
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 __all__ = [
+    "django_owner",
     "fastest",
     "goal",
     "langchain_trim",
@@ -35,6 +37,25 @@ def options(description: str | None, argv: Sequence[str] | None = None) -> argpa
     parser = argparse.ArgumentParser(description=(description or "").split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one run")
     return parser.parse_args(argv)
+
+
+def django_owner(prefix: str) -> Any:
+    """In a benchmark's child process: Django set up on a throwaway data directory (its
+    SQLite database migrated, the token vocabulary loaded) and a user "bench" to own what
+    the benchmark stores."""
+    os.environ["CTXWEB_DATA_DIR"] = tempfile.mkdtemp(prefix=prefix)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ctxweb.settings")
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from compaction import get_encoding
+
+    call_command("migrate", verbosity=0)
+    get_encoding()
+    return get_user_model().objects.create_user("bench")
 
 
 def log(message: str) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -24,7 +23,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.common import goal, table  # noqa: E402
+from bench.common import django_owner, goal, table  # noqa: E402
 
 #: The rescan of this many unchanged files must take under GOAL_SECONDS.
 GOAL_FILES = 3000
@@ -87,20 +86,9 @@ def _fastest(action: Any) -> float:
 
 
 def _child(folder: Path) -> dict[str, float]:
-    os.environ["CTXWEB_DATA_DIR"] = tempfile.mkdtemp(prefix="ctxweb-bench-rescan-")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ctxweb.settings")
-    import django
-
-    django.setup()
-    from django.contrib.auth import get_user_model
-    from django.core.management import call_command
-
-    from compaction import get_encoding
+    owner = django_owner("ctxweb-bench-rescan-")
     from sessions_app.services.watching import Watcher
 
-    call_command("migrate", verbosity=0)
-    get_encoding()
-    owner = get_user_model().objects.create_user("bench")
     watcher = Watcher(owner, [folder])
     started = time.perf_counter()
     watcher.scan()

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.common import table  # noqa: E402
+from bench.common import django_owner, table  # noqa: E402
 
 generator: Any = importlib.import_module("bench.import")  # `import` is a keyword
 
@@ -64,20 +63,9 @@ def _exchange(number: int) -> str:
 
 
 def _child(path: Path, appends: int) -> dict[str, Any]:
-    os.environ["CTXWEB_DATA_DIR"] = tempfile.mkdtemp(prefix="ctxweb-bench-watch-")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ctxweb.settings")
-    import django
-
-    django.setup()
-    from django.contrib.auth import get_user_model
-    from django.core.management import call_command
-
-    from compaction import get_encoding
+    owner = django_owner("ctxweb-bench-watch-")
     from sessions_app.services.watching import sync_file
 
-    call_command("migrate", verbosity=0)
-    get_encoding()
-    owner = get_user_model().objects.create_user("bench")
     started = time.perf_counter()
     sync_file(owner, path)
     first = time.perf_counter() - started

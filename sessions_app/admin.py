@@ -123,17 +123,7 @@ class SummarizerConfigAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ("name", "provider", "model", "base_url", "api_key_env", "used_by", "updated_at")
     list_filter = ("provider",)
     search_fields = ("name", "description", "model")
-    fields = (
-        "name",
-        "description",
-        "provider",
-        "model",
-        "base_url",
-        "api_key_env",
-        "max_tokens",
-        "timeout_seconds",
-        "class_path",
-    )
+    fields = SummarizerConfigForm.Meta.fields
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         readonly = tuple(super().get_readonly_fields(request, obj))
