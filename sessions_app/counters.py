@@ -5,8 +5,10 @@
 never a value another request may be counting past at the same moment. Where the counts
 live (docs/deployment.md#throttles):
 
-- Redis, Memcached or per-process memory as the cache: the cache (`add` then `incr`: Redis
-  `INCR`, Memcached `incr`, a lock in memory; each atomic).
+- Redis: every counter of a call raised by one Lua script (`INCR`, `EXPIRE` at the first
+  count), which Redis runs alone.
+- Memcached or per-process memory as the cache: the cache (`add` then `incr`: Memcached
+  `incr`, a lock in memory; each atomic).
 - any other cache (the database cache, files): the `RateCounter` table, one row per counter,
   raised by one `UPDATE ... SET count = count + 1` (a row lock on PostgreSQL, the write
   lock on SQLite) and read back in the same transaction. Django's database cache `incr`
@@ -23,6 +25,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Final
 
 from django.core.cache import DEFAULT_CACHE_ALIAS, cache, caches
 from django.core.cache.backends.locmem import LocMemCache
@@ -77,6 +80,9 @@ def count(keys: Sequence[str], window: int) -> Count:
     """
     window = max(1, int(window))
     if counted_in_cache():
+        backend = caches[DEFAULT_CACHE_ALIAS]
+        if isinstance(backend, RedisCache):
+            return Count(_redis_count(backend, keys, window), window)
         return Count(max(_cache_count(key, window) for key in keys), window)
     _sweep()
     with transaction.atomic():
@@ -93,6 +99,28 @@ def uncount(keys: Sequence[str]) -> None:
                 cache.decr(key)
         else:
             RateCounter.objects.filter(key=key, count__gt=0).update(count=F("count") - 1)
+
+
+#: Raise every counter of a call in one atomic step (a Lua script runs alone in Redis), each
+#: ending `window` seconds after its first count; the highest value after this count.
+_REDIS_COUNT: Final = """
+local top = 0
+for _, key in ipairs(KEYS) do
+  local value = redis.call('INCR', key)
+  if value == 1 then redis.call('EXPIRE', key, ARGV[1]) end
+  if value > top then top = value end
+end
+return top
+"""
+
+
+def _redis_count(backend: RedisCache, keys: Sequence[str], window: int) -> int:
+    """The counters of `keys` raised together in Redis: with two counters (an address and a
+    key prefix) raised one after the other, two requests in a burst could each see the
+    other's count past the limit, and one fewer than the limit passed."""
+    names = [backend.make_and_validate_key(key) for key in keys]
+    client = backend._cache.get_client(names[0], write=True)
+    return int(client.eval(_REDIS_COUNT, len(names), *names, window))
 
 
 def _cache_count(key: str, window: int) -> int:
