@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal
 
-from sessions_app.compaction_tree import CompactionTree as SharedTree
+from sessions_app.compaction_tree import CompactionTree
 from sessions_app.models import Compaction, Message, Session
 from sessions_app.selectors.compactions import session_compactions
 from sessions_app.selectors.history import HistoryLevel, message_times
@@ -31,10 +31,10 @@ from .blocks import MessageView, build_message_views
 
 __all__ = [
     "PAGE_SIZE",
-    "CompactionTree",
     "FailedMarkerView",
     "GapView",
     "HistoryWindow",
+    "MarkerTree",
     "MarkerView",
     "history_window",
     "parse_bound",
@@ -115,11 +115,11 @@ class FailedMarkerView:
         return "" if message == self.reason else message
 
 
-class CompactionTree(SharedTree):
+class MarkerTree(CompactionTree):
     """The shared marker tree (sessions_app/compaction_tree.py) with the page's marker rows."""
 
     @classmethod
-    def for_session(cls, session: Session) -> CompactionTree:
+    def for_session(cls, session: Session) -> MarkerTree:
         """The tree of one session's compactions."""
         return cls(session_compactions(session))
 
@@ -219,7 +219,7 @@ def _time_keys(session: Session, markers: Sequence[Compaction]) -> list[tuple[fl
 
 def _level_markers(
     session: Session,
-    tree: CompactionTree,
+    tree: MarkerTree,
     parent: Compaction | None,
     lo: float | None,
     hi: float | None,
@@ -316,7 +316,7 @@ def _folded(
 def history_window(
     session: Session,
     *,
-    tree: CompactionTree | None = None,
+    tree: MarkerTree | None = None,
     parent: Compaction | None = None,
     lo: float | None = None,
     hi: float | None = None,
@@ -330,7 +330,7 @@ def history_window(
     into gap rows that load on demand. A window never separates a tool call from its result.
     Tool calls that started a subagent session link to it (`subagents`, read when None).
     """
-    tree = tree or CompactionTree.for_session(session)
+    tree = tree or MarkerTree.for_session(session)
     links = subagent_links(session) if subagents is None else subagents
     direction: Direction = "newest" if parent is None else "oldest"
     children = tree.children(parent)

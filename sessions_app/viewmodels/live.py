@@ -16,7 +16,7 @@ from sessions_app.selectors.changes import SessionStamp, messages_since
 from sessions_app.selectors.subagents import subagent_links
 
 from .blocks import MessageView, build_message_views
-from .history import CompactionTree, HistoryWindow, history_window
+from .history import HistoryWindow, MarkerTree, history_window
 
 __all__ = ["APPEND_LIMIT", "LiveUpdate", "live_update"]
 
@@ -33,7 +33,7 @@ class LiveUpdate:
     """
 
     window: HistoryWindow | None = None
-    tree: CompactionTree | None = None
+    tree: MarkerTree | None = None
     appended: tuple[MessageView, ...] = ()
     replaced: MessageView | None = None
 
@@ -44,7 +44,7 @@ class LiveUpdate:
 
 
 def _rebuild(session: Session) -> LiveUpdate:
-    tree = CompactionTree.for_session(session)
+    tree = MarkerTree.for_session(session)
     return LiveUpdate(window=history_window(session, tree=tree), tree=tree)
 
 
@@ -58,7 +58,7 @@ def _answered(previous: MessageView) -> bool:
 
 def _shown_at_top(session: Session, seq: int) -> bool:
     """True when message `seq` is drawn at the top level (no marker folds it)."""
-    tree = CompactionTree.for_session(session)
+    tree = MarkerTree.for_session(session)
     return not any(
         c.first_seq is not None and c.last_seq is not None and c.first_seq <= seq <= c.last_seq
         for c in tree.children(None)

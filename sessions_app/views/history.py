@@ -17,7 +17,7 @@ from sessions_app.selectors.retention import lost_identifiers
 from sessions_app.services.errors import NotFound
 from sessions_app.services.reverting import revert_refusal
 from sessions_app.viewmodels.blocks import build_message_views, result_text
-from sessions_app.viewmodels.history import CompactionTree, history_window, parse_bound
+from sessions_app.viewmodels.history import MarkerTree, history_window, parse_bound
 
 from .common import owned_compaction, owned_session
 from .failures import service_errors
@@ -101,7 +101,7 @@ def compaction_path(request: HttpRequest, session_id: uuid.UUID, number: int) ->
     """The markers to open, outermost first, to reach compaction `number` in the history:
     `{"path": [5, 4, 3]}` (just `[number]` for a top-level one)."""
     compaction = owned_compaction(request, session_id, number)
-    tree = CompactionTree.for_session(compaction.session)
+    tree = MarkerTree.for_session(compaction.session)
     return JsonResponse({"path": tree.path_to(compaction)})
 
 
@@ -113,7 +113,7 @@ def compaction_originals(request: HttpRequest, session_id: uuid.UUID, number: in
     with the markers nested inside it in their places."""
     compaction = owned_compaction(request, session_id, number)
     session = compaction.session
-    tree = CompactionTree.for_session(session)
+    tree = MarkerTree.for_session(session)
     if compaction.pk not in tree.active:
         raise NotFound("this compaction folds no messages")
     lo, hi = _bounds(request)

@@ -24,7 +24,7 @@ from sessions_app.services.context import Format
 from sessions_app.services.reverting import revertable_numbers
 from sessions_app.services.threshold import shown_standing
 from sessions_app.viewmodels.compare import compare_view
-from sessions_app.viewmodels.history import CompactionTree, history_window
+from sessions_app.viewmodels.history import MarkerTree, history_window
 from sessions_app.viewmodels.limits import Limits
 
 from .common import is_htmx, owned_session
@@ -46,7 +46,7 @@ SHOWN_MAX_CHARS: Final = 2_000_000
 
 
 def _history(_request: HttpRequest, session: Session) -> dict[str, Any]:
-    tree = CompactionTree.for_session(session)
+    tree = MarkerTree.for_session(session)
     return {"window": history_window(session, tree=tree), "tree": tree}
 
 
@@ -94,7 +94,7 @@ def context_download(request: HttpRequest, session_id: uuid.UUID) -> HttpRespons
 
 def _log(_request: HttpRequest, session: Session) -> dict[str, Any]:
     compactions = compaction_log(session)
-    tree = CompactionTree(compactions)
+    tree = MarkerTree(compactions)
     # Revert (or Undo offload) is offered exactly where the revert service allows it.
     revertable = revertable_numbers(compactions)
     return {"compactions": compactions, "tree": tree, "revertable": revertable}

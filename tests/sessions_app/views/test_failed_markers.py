@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from sessions_app.models import Compaction, Message
-from sessions_app.viewmodels.history import CompactionTree, FailedMarkerView, history_window
+from sessions_app.viewmodels.history import FailedMarkerView, MarkerTree, history_window
 
 if TYPE_CHECKING:
     from tests.sessions_app.conftest_ui import UiSession
@@ -84,7 +84,7 @@ def test_failed_marker_without_error_details_shows_the_reason(
 
 def test_failed_attempts_are_top_level_rows_only(ui_session: UiSession) -> None:
     failed_after(ui_session, 2, error=ERROR)
-    tree = CompactionTree.for_session(ui_session.session)
+    tree = MarkerTree.for_session(ui_session.session)
     assert [c.number for c in tree.failed] == [3]
     top = history_window(ui_session.session, tree=tree)
     assert [i.number for i in top.items if isinstance(i, FailedMarkerView)] == [3]

@@ -13,7 +13,7 @@ from sessions_app.models import Compaction
 from sessions_app.services.offloading import offload_session
 from sessions_app.services.reverting import revert_compaction
 from sessions_app.services.sessions import create_session
-from sessions_app.viewmodels.history import PAGE_SIZE, CompactionTree, history_window
+from sessions_app.viewmodels.history import PAGE_SIZE, MarkerTree, history_window
 from tests.support.histories import assistant, exchange, system
 from tests.support.histories import user as user_message
 
@@ -132,7 +132,7 @@ def test_markers_nest_and_originals_exclude_nested_ranges(
 
 
 def test_marker_depth_and_child_count(ui_session: UiSession) -> None:
-    tree = CompactionTree.for_session(ui_session.session)
+    tree = MarkerTree.for_session(ui_session.session)
     assert tree.depth(ui_session.outer) == 0
     assert tree.depth(ui_session.inner) == 1
     assert tree.marker(ui_session.outer).child_count == 1
@@ -155,7 +155,7 @@ def test_reverted_parent_without_relink_still_nests_under_nearest_active(
 ) -> None:
     """A child whose parent is not succeeded hangs from the nearest succeeded ancestor."""
     Compaction.objects.filter(pk=ui_session.outer.pk).update(status="reverted")
-    tree = CompactionTree.for_session(ui_session.session)
+    tree = MarkerTree.for_session(ui_session.session)
     assert [c.number for c in tree.children(None)] == [ui_session.inner.number]
 
 
