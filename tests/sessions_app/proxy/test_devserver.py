@@ -9,6 +9,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -65,7 +67,10 @@ def test_parse_address() -> None:
     assert parse_address("[::1]:8002") == ("::1", 8002)
 
 
-def test_streamed_answer_reaches_the_client_before_upstream_ends(tmp_path: Path) -> None:
+@contextmanager
+def devserver(tmp_path: Path, upstream_url: str) -> Iterator[tuple[str, str]]:
+    """`make run`'s devserver on a free port (DEBUG on, a throwaway data directory, the
+    Anthropic upstream at `upstream_url`): its base URL and a ctxweb key; stopped after."""
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "PYTEST_XDIST_WORKER"}}
     env.update(
         CTXWEB_DATA_DIR=str(tmp_path),
@@ -73,44 +78,48 @@ def test_streamed_answer_reaches_the_client_before_upstream_ends(tmp_path: Path)
         DJANGO_DEBUG="1",
         PYTHONPATH=str(ROOT),
         CTXWEB_UPSTREAM_ANTHROPIC_API_KEY="sk-ant-server-key",
+        CTXWEB_UPSTREAM_ANTHROPIC_URL=upstream_url,
     )
     _manage(env, "migrate", "--no-input")
     key = _manage(env, "create_api_key", "alice").strip().splitlines()[-1]
     port = _free_port()
-    with StreamingAnthropic() as upstream:
-        env["CTXWEB_UPSTREAM_ANTHROPIC_URL"] = upstream.base_url
-        server = subprocess.Popen(
-            [sys.executable, "manage.py", "devserver", f"127.0.0.1:{port}"],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,  # the autoreloader's child is in its group
-        )
-        try:
-            base = f"http://127.0.0.1:{port}"
-            _wait_for(f"{base}/api/health", server)
-            css = httpx.get(f"{base}/static/css/ctxweb.css", timeout=10)
-            assert css.status_code == 200
-            assert css.headers["content-type"].startswith("text/css")
-            upstream.event_delay = 0.3
-            upstream.script(Reply.text("twenty five characters..."))  # 9+ events
-            body = {
-                "model": "m",
-                "max_tokens": 5,
-                "stream": True,
-                "messages": [{"role": "user", "content": "x"}],
-            }
-            first: float | None = None
-            url = f"{base}/proxy/anthropic/v1/messages"
-            with httpx.stream("POST", url, json=body, headers={"x-api-key": key}, timeout=60) as r:
-                assert r.status_code == 200
-                for chunk in r.iter_raw():
-                    if chunk and first is None:
-                        first = time.monotonic()
-        finally:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(timeout=20)
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "devserver", f"127.0.0.1:{port}"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # the autoreloader's child is in its group
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        _wait_for(f"{base}/api/health", server)
+        yield base, key
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=20)
+
+
+def test_streamed_answer_reaches_the_client_before_upstream_ends(tmp_path: Path) -> None:
+    with StreamingAnthropic() as upstream, devserver(tmp_path, upstream.base_url) as (base, key):
+        css = httpx.get(f"{base}/static/css/ctxweb.css", timeout=10)
+        assert css.status_code == 200
+        assert css.headers["content-type"].startswith("text/css")
+        upstream.event_delay = 0.3
+        upstream.script(Reply.text("twenty five characters..."))  # 9+ events
+        body = {
+            "model": "m",
+            "max_tokens": 5,
+            "stream": True,
+            "messages": [{"role": "user", "content": "x"}],
+        }
+        first: float | None = None
+        url = f"{base}/proxy/anthropic/v1/messages"
+        with httpx.stream("POST", url, json=body, headers={"x-api-key": key}, timeout=60) as r:
+            assert r.status_code == 200
+            for chunk in r.iter_raw():
+                if chunk and first is None:
+                    first = time.monotonic()
     sent = upstream.sent_at
     assert first is not None
     assert len(sent) >= 9
