@@ -12,7 +12,7 @@ stored response file kept: a fresh process), rebuilt (the stored file removed to
 first read ever, or a store the writer does not share), warm (a repeated read), right
 after an append (the cached text extended by the new entry) and first after entries were
 replaced: before each run the writer commits what a compaction, revert or offload commits
-last (`refresh_session_totals` bumping the revision; the entries themselves unchanged, so
+last (`save_entry_counters` bumping the revision; the entries themselves unchanged, so
 a run costs no engine time) and rebuilds the stored text once committed (that refresh is
 timed too, in the writer), then a reader in another process (nothing in memory) reads
 it. Appends per
@@ -91,10 +91,10 @@ def child(smoke: bool) -> dict[str, Any]:
 
     from bench.histories import synthetic_session
     from sessions_app.models import ApiKey, Session
-    from sessions_app.services.context import check, context_json, context_payload
-    from sessions_app.services.context_text import clear_cache
-    from sessions_app.services.sessions import append_messages, create_session
-    from sessions_app.services.writeback import refresh_session_totals
+    from sessions_app.services.compacting.writeback import save_entry_counters
+    from sessions_app.services.context.runtime import check, context_json, context_payload
+    from sessions_app.services.context.text import clear_cache
+    from sessions_app.services.sessions.lifecycle import append_messages, create_session
 
     runs = 3 if smoke else RUNS
     call_command("migrate", verbosity=0)
@@ -130,7 +130,7 @@ def child(smoke: bool) -> dict[str, Any]:
         stored text refreshed once committed), timed in the writer."""
         with transaction.atomic():
             locked = Session.objects.select_for_update().get(pk=session.pk)
-            refresh_session_totals(locked)
+            save_entry_counters(locked)
 
     def replaced_elsewhere() -> None:  # ... then read by another process of the same store
         replace_entries()

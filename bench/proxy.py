@@ -219,7 +219,7 @@ def _server_work(owner: Any, history: list[Any], runs: int) -> dict[str, Any]:
     from sessions_app.proxy.anthropic import AnthropicAdapter
     from sessions_app.proxy.digests import decode_body, digest
     from sessions_app.proxy.mapping import proxy_request
-    from sessions_app.services.proxying import plan_request, record_answer
+    from sessions_app.services.proxying.turns import plan_request, record_answer
 
     adapter, conversation = AnthropicAdapter(), _Conversation(history)
     cpu, wall, queries = [], [], []

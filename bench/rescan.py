@@ -87,7 +87,7 @@ def _fastest(action: Any) -> float:
 
 def _child(folder: Path) -> dict[str, float]:
     owner = django_owner("ctxweb-bench-rescan-")
-    from sessions_app.services.watching import Watcher
+    from sessions_app.services.importing.watching import Watcher
 
     watcher = Watcher(owner, [folder])
     started = time.perf_counter()

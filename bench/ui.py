@@ -40,8 +40,8 @@ from django.test import Client  # noqa: E402
 from bench.common import goal, table  # noqa: E402
 from compaction import ScriptedSummarizer  # noqa: E402
 from sessions_app.models import Compaction, CompactionProfile, Session  # noqa: E402
-from sessions_app.services.session_compaction import compact_session  # noqa: E402
-from sessions_app.services.sessions import append_messages, create_session  # noqa: E402
+from sessions_app.services.compacting.session_compaction import compact_session  # noqa: E402
+from sessions_app.services.sessions.lifecycle import append_messages, create_session  # noqa: E402
 from tests.support.histories import synthetic_history  # noqa: E402
 
 RUNS = 7

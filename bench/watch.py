@@ -64,7 +64,7 @@ def _exchange(number: int) -> str:
 
 def _child(path: Path, appends: int) -> dict[str, Any]:
     owner = django_owner("ctxweb-bench-watch-")
-    from sessions_app.services.watching import sync_file
+    from sessions_app.services.importing.watching import sync_file
 
     started = time.perf_counter()
     sync_file(owner, path)

@@ -12,6 +12,8 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html
 
+from sessions_app.services.compacting.archives import ArchiveUnavailable, read_archive
+
 from .admin_forms import (
     SUPERUSER_FIELDS,
     CompactionProfileForm,
@@ -19,7 +21,6 @@ from .admin_forms import (
     percent_text,
 )
 from .models import ApiKey, Compaction, CompactionJob, CompactionProfile, Session, SummarizerConfig
-from .services.archives import ArchiveUnavailable, read_archive
 from .summarizer_config import key_env_allowed
 
 

@@ -16,7 +16,7 @@ Two messages are the same when their canonical forms are equal (docs/behaviour.m
 
 Pure Python, no Django. The stable API: `canonical`, `canonical_json`, `canonical_digest`
 (and `FORM`, the version of the form that digests carry); `legacy_digest` is the digest
-proxied sessions stored before this form (sessions_app/services/proxy_map.py reads them).
+proxied sessions stored before this form (sessions_app/services/proxying/prefix_map.py reads them).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What a `Compaction` row records: a compaction point, or the record of an offload.
 
 No column of its own: an offload's record has the strategy `CompactionKind.OFFLOAD`
-(services/offloading.py), every other row is a compaction point. The model
+(services/compacting/offloading.py), every other row is a compaction point. The model
 (`Compaction.Kind`, `is_offload`, `Compaction.objects.offloads()`) is the only place that
 reads the strategy for it.
 """

@@ -7,7 +7,7 @@ and the history tab draw this same tree.
 
 Only succeeded compactions are in the tree: a failed or a reverted compaction folds
 nothing, so it has no children here; nor does an offload's record (`Compaction.is_offload`,
-services/offloading.py), which changes entries in place and has no marker. A compaction
+services/compacting/offloading.py), which changes entries in place and has no marker. A compaction
 whose recorded parent is failed or reverted hangs from the nearest succeeded ancestor up the
 parent chain (whose range holds its range), or is at the top when there is none.
 (Reverting a compaction also unlinks its children; the rule covers imported or older data

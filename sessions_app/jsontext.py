@@ -2,7 +2,7 @@
 
 Message and context-entry contents are written once and read back mostly as text: the
 context API splices each entry's stored JSON into the response without decoding it
-(services/context_text.py). On PostgreSQL a `jsonb` column has to be turned back into text
+(services/context/text.py). On PostgreSQL a `jsonb` column has to be turned back into text
 on every such read, which cost more than the rest of a cold 1M-token context read together
 (bench/README.md, `api`); a `text` column is sent as it is. On SQLite a JSONField is already
 text, so nothing changes there. Values are still JSON: the field validates, encodes and

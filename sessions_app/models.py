@@ -236,7 +236,7 @@ class Session(models.Model):
         blank=True,
         help_text="Proxy bookkeeping: message map, system and tools token counts and digest.",
     )
-    # Written only when the request's system prompt or tools change (services/proxying.py).
+    # Written only when the request's system prompt or tools change (services/proxying/turns.py).
     proxy_overhead = models.JSONField(
         null=True, blank=True, help_text="The proxy's latest system prompt and tool definitions."
     )
@@ -431,7 +431,7 @@ class CompactionJob(models.Model):
         indexes = [models.Index(fields=["status", "heartbeat_at"])]
         constraints = [
             # At most one queued or running job per session, on every database, whatever
-            # serializes the callers of services/jobs.queue_compaction (or fails to).
+            # serializes the callers of services/background/jobs.queue_compaction (or fails to).
             models.UniqueConstraint(
                 fields=["session"],
                 condition=models.Q(status__in=["queued", "running"]),

@@ -9,10 +9,11 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Router
 from ninja.params.functions import Body as body_param
 
-from ..services.auto import prepare_context
-from ..services.context import Format, check, context_body
-from ..services.offloading import offload_session
-from ..services.policies import profile_for
+from sessions_app.services.compacting.auto import prepare_context
+from sessions_app.services.compacting.offloading import offload_session
+from sessions_app.services.context.runtime import Format, check, context_body
+from sessions_app.services.sessions.policies import profile_for
+
 from .common import errors, owned_session
 from .schemas import CheckIn, CheckOut, ContextOut, OffloadIn, OffloadOut, PrepareOut
 from .throttling import SummarizerThrottle

@@ -34,7 +34,7 @@ from django.db import DataError, IntegrityError
 from django.db import Error as DatabaseFailure
 from django.http import Http404, HttpRequest, JsonResponse
 
-from ..services.errors import Conflict, InvalidInput, NotFound, ServiceError, Unavailable
+from sessions_app.services.errors import Conflict, InvalidInput, NotFound, ServiceError, Unavailable
 
 __all__ = ["RETRY_AFTER_SECONDS", "json_error", "service_error", "unexpected_error"]
 

@@ -7,7 +7,8 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
-from ..services.health import health_report
+from sessions_app.services.background.health import health_report
+
 from .schemas import ErrorOut, HealthOut
 
 router = Router(tags=["health"])

@@ -10,8 +10,9 @@ from ninja import Schema
 from pydantic import AfterValidator, Field, StrictBool, StrictInt, ValidationInfo
 from pydantic_core import PydanticCustomError
 
+from sessions_app.services.sessions.lifecycle import MAX_CONTEXT_LIMIT
+
 from ..nul import NUL_MESSAGE, first_nul_path
-from ..services.sessions import MAX_CONTEXT_LIMIT
 
 __all__ = [
     "AppendIn",

@@ -6,12 +6,13 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from sessions_app.services.sessions.policies import default_profile
+from sessions_app.services.sessions.threshold import shown_standing
+
 from ..compaction_tree import CompactionTree
 from ..models import Compaction, CompactionJob, CompactionProfile, Session
 from ..selectors.compactions import compaction_links
 from ..selectors.profiles import profiles_by_id
-from ..services.policies import default_profile
-from ..services.threshold import shown_standing
 
 __all__ = ["ProfileCache", "compaction_dict", "job_dict", "marker_tree", "session_dict"]
 

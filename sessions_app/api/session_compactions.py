@@ -8,13 +8,14 @@ from django.http import HttpRequest
 from ninja import Query, Router, Schema
 from pydantic import Field
 
+from sessions_app.services.background.jobs import enqueue_compaction
+from sessions_app.services.compacting.archives import read_archive
+from sessions_app.services.compacting.reverting import revert_compaction
+from sessions_app.services.compacting.session_compaction import CompactionOutcome, compact_session
+from sessions_app.services.sessions.policies import profile_for
+
 from ..models import Compaction
 from ..selectors.compactions import compaction_page, session_compaction
-from ..services.archives import read_archive
-from ..services.jobs import enqueue_compaction
-from ..services.policies import profile_for
-from ..services.reverting import revert_compaction
-from ..services.session_compaction import CompactionOutcome, compact_session
 from .common import errors, owned_session
 from .pagination import page_limit
 from .schemas import (

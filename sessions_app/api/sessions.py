@@ -8,11 +8,12 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema
 from pydantic import Field
 
+from sessions_app.services.compacting.auto import post_call_check
+from sessions_app.services.sessions.lifecycle import append_messages, create_session, delete_session
+
 from ..selectors.compactions import session_compactions
 from ..selectors.history import history_page
 from ..selectors.sessions import owned_sessions, session_slice
-from ..services.auto import post_call_check
-from ..services.sessions import append_messages, create_session, delete_session
 from .common import errors, owned_session, user_of
 from .pagination import page_limit
 from .schemas import (

@@ -9,7 +9,8 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Router
 
-from ..services.stateless import compact_stateless
+from sessions_app.services.compacting.stateless import compact_stateless
+
 from .common import errors
 from .schemas import StatelessCompactIn, StatelessCompactOut
 from .throttling import SummarizerThrottle

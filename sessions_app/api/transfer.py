@@ -16,11 +16,12 @@ from django.http import HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 from ninja import Query, Router, Schema
 
+from sessions_app.services.errors import InvalidInput
+from sessions_app.services.importing import import_file
+from sessions_app.services.sessions.exporting import export_session
+
 from ..importers import format_names
 from ..nul import NUL, NUL_MESSAGE
-from ..services.errors import InvalidInput
-from ..services.exporting import export_session
-from ..services.importing import import_file
 from .body import parse_json_body
 from .common import errors, owned_session, user_of
 from .schemas import SessionOut

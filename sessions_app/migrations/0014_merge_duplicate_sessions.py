@@ -1,14 +1,14 @@
 """Merge the duplicate sessions earlier versions stored for one conversation (issue 23): a
 proxied conversation and its "(continued)" twin holding all of it again, and a watched
 subagent stored twice under one parent. The earliest session keeps its id; the rule and
-what is skipped are in sessions_app/services/dedupe.py. Reversing does nothing (the
+what is skipped are in sessions_app/services/importing/dedupe.py. Reversing does nothing (the
 duplicates are not made again)."""
 
 from typing import Any
 
 from django.db import migrations
 
-from sessions_app.services.dedupe import DedupeModels, merge_duplicate_sessions
+from sessions_app.services.importing.dedupe import DedupeModels, merge_duplicate_sessions
 
 
 def merge_duplicates(apps: Any, schema_editor: Any) -> None:

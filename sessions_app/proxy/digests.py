@@ -17,8 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, overload
 
+from sessions_app.services.proxying.prefix_map import ROOT, chain
+
 from ..canonical import canonical_digest, legacy_digest
-from ..services.proxy_map import ROOT, chain
 
 __all__ = [
     "Digests",
@@ -66,7 +67,7 @@ def _span_hash(data: bytes | memoryview) -> str:
 
 class RawDigests(list[str]):
     """The raw digest of each message of a body, with `chains`: the running fingerprints
-    of the first 0, 1, ... n of them (services/proxy_map.py `chain`, ROOT first), which
+    of the first 0, 1, ... n of them (services/proxying/prefix_map.py `chain`, ROOT first), which
     the map compares; kept with the body's array, so a later body extending it chains only
     its new messages."""
 
@@ -246,7 +247,7 @@ class _Values:
     """The last values of one top-level key a body sent (`system`, `tools`), as text and
     decoded: an agent sends the same 50-100 KB of them with every request. The same text
     again is the same object again (read, never changed): not decoded again, and what is
-    computed from it can be remembered for it (services/overhead.py)."""
+    computed from it can be remembered for it (services/sessions/overhead.py)."""
 
     #: Smaller values are decoded again.
     SMALLEST: Final = 1024
@@ -333,7 +334,7 @@ class Digests(Sequence[str]):
     @property
     def legacy(self) -> Digests:
         """The same messages' digests of form 1, which proxied sessions stored before the
-        canonical form (services/proxy_map.py compares a map of that form with them)."""
+        canonical form (services/proxying/prefix_map.py compares a map of that form with them)."""
         if self._legacy is None:
             self._legacy = Digests(self._messages, self.raw, function=legacy_digest)
         return self._legacy

@@ -3,7 +3,7 @@
 `X-Ctxweb-Session` (a session id or a name the client chose) when given; else Claude Code's
 session id from `metadata.user_id`; else a fingerprint of the system prompt and the first
 message. Sessions sharing a key are told apart by their stored prefix
-(sessions_app/services/proxying.py).
+(sessions_app/services/proxying/turns.py).
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from sessions_app.services.proxying.turns import ProxyRequest
+
 from ..importers.blocks import prompt_text, short_title
-from ..services.proxying import ProxyRequest
 from .base import Adapter, Conversation
 from .digests import Digests, claude_code_session, conversation_key, legacy_conversation_key
 

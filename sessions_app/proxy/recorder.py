@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import httpx
 
-from ..services.proxying import ProxyPlan, record_answer
+from sessions_app.services.proxying.turns import ProxyPlan, record_answer
+
 from ..unstorable import clean
 from .base import Adapter, Answer
 from .connections import step

@@ -18,9 +18,10 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from sessions_app.services.proxying.turns import plan_request
+
 from ..auth import Throttled
 from ..middleware import max_body_bytes, oversized_body
-from ..services.proxying import plan_request
 from ..unstorable import clean
 from .anthropic import AnthropicAdapter
 from .auth import Caller, authenticate, unchecked

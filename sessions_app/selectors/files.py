@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from compaction import BlobStoreError
 from sessions_app.models import Session
+from sessions_app.services.compacting.offloading import blob_store_for
 from sessions_app.services.errors import NotFound
-from sessions_app.services.offloading import blob_store_for
 
 __all__ = ["offloaded_file"]
 

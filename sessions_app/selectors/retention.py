@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from compaction import extract_identifiers, measure_recall
 from sessions_app.models import Compaction, Message
-from sessions_app.services.archives import ArchiveUnavailable, read_archive
+from sessions_app.services.compacting.archives import ArchiveUnavailable, read_archive
 
 __all__ = ["LostIdentifiers", "lost_identifiers"]
 

@@ -19,7 +19,7 @@ from django.utils.dateparse import parse_datetime
 
 from sessions_app.models import Session
 from sessions_app.services.errors import NotFound
-from sessions_app.services.sessions import sessions_for
+from sessions_app.services.sessions.lifecycle import sessions_for
 
 from .cursors import InvalidCursor, cursor_value, decode_cursor, encode_cursor
 

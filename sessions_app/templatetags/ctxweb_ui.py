@@ -119,7 +119,7 @@ def ago(value: datetime | None) -> str:
 @register.simple_tag
 def usage_bar(tokens: int, limit: int, threshold_ratio: float, over_threshold: bool) -> SafeString:
     """A small SVG bar: runtime tokens against the limit, with the threshold marked; hot when
-    `over_threshold`, the engine's answer (services/threshold.py)."""
+    `over_threshold`, the engine's answer (services/sessions/threshold.py)."""
     usage = tokens / limit if limit else 0.0
     fill = round(min(1.0, usage) * BAR_WIDTH, 1)
     mark = round(min(1.0, threshold_ratio) * BAR_WIDTH, 1)

@@ -93,7 +93,7 @@ class UsageView:
 
     `input_tokens` is everything the model read (cache reads and writes included),
     `cached_tokens` the part read from the prompt cache; `total` is what the post-call check
-    compares with the threshold (sessions_app/services/usage.py, `usage_tokens`).
+    compares with the threshold (sessions_app/services/sessions/usage.py, `usage_tokens`).
     """
 
     input_tokens: int

@@ -16,7 +16,7 @@ from typing import Any, Final
 from compaction import blocks_of
 from sessions_app.models import ContextEntry, Session
 from sessions_app.selectors.entries import entry_tokens
-from sessions_app.services.overhead import session_overhead
+from sessions_app.services.sessions.overhead import session_overhead
 
 from .caching import session_cached
 from .limits import Limits
@@ -96,7 +96,7 @@ class GaugeView:
     @property
     def over_threshold(self) -> bool:
         """True when the next pre-call check would compact (the engine's answer,
-        services/threshold.py, handed over in `limits`)."""
+        services/sessions/threshold.py, handed over in `limits`)."""
         return self.limits.over_threshold
 
 
@@ -162,7 +162,7 @@ def context_gauge(session: Session, limits: Limits) -> GaugeView:
     totals, count = session_cached(
         session, "gauge", lambda: _tokens_by_kind(session), session.context_entry_count
     )
-    # A proxied session's system prompt and tool definitions (services/overhead.py).
+    # A proxied session's system prompt and tool definitions (services/sessions/overhead.py).
     overhead = session_overhead(session)
     totals = {**totals, "tool_definitions": totals.get("tool_definitions", 0) + overhead.tools}
     totals["system"] += overhead.system

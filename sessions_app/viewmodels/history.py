@@ -85,7 +85,8 @@ class FailedMarkerView:
     """A failed compaction attempt, drawn as a red marker row in its place in time.
 
     It folds nothing; it shows why the attempt failed: the failure reason and the
-    underlying error recorded in `details["error"]` (sessions_app/services/failure_errors.py).
+    underlying error recorded in `details["error"]`
+    (sessions_app/services/compacting/failure_errors.py).
     """
 
     compaction: Compaction

@@ -33,7 +33,8 @@ PHASES: Final = (
     ("commit", "Committing"),
     ("done", "Done"),
 )
-#: Failure reasons of a result that could not be stored (services/jobs.py RETRIED_FAILURES).
+#: Failure reasons of a result that could not be stored (services/background/jobs.py
+#: RETRIED_FAILURES).
 COMMIT_FAILURES: Final = frozenset({"archive_error", "database_error", "conflict"})
 #: Engine steps that report `<step>_start` and `<step>_done`, innermost last.
 _STEPS: Final = ("summary", "selective")

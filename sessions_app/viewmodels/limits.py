@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sessions_app.services.threshold import Standing
+from sessions_app.services.sessions.threshold import Standing
 
 __all__ = ["Limits"]
 
@@ -12,7 +12,7 @@ __all__ = ["Limits"]
 @dataclass(frozen=True)
 class Limits:
     """Context limit, trigger ratio and profile of one session, with the threshold and
-    whether the session is over it as the engine decides them (services/threshold.py):
+    whether the session is over it as the engine decides them (services/sessions/threshold.py):
     data the view hands over, never worked out here. Built with `Limits.of`."""
 
     context_limit: int

@@ -1,6 +1,6 @@
 """What an offload wrote, for the compaction log: its files with their sizes.
 
-An offload of its own (services/offloading.py) records its files and sizes in
+An offload of its own (services/compacting/offloading.py) records its files and sizes in
 `details["offload"]`; a compaction whose chain ran the offload step records the files in
 that step's detail (sizes not kept there).
 """

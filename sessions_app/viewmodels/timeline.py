@@ -15,7 +15,7 @@ from typing import Final
 from sessions_app.models import Compaction, Session
 from sessions_app.selectors.compactions import newest_compaction_number, session_compactions
 from sessions_app.selectors.history import first_seq_after, message_tokens
-from sessions_app.services.overhead import session_overhead
+from sessions_app.services.sessions.overhead import session_overhead
 
 from .caching import session_cached
 from .limits import Limits

@@ -23,12 +23,12 @@ from sessions_app.models import CompactionJob, Session
 from sessions_app.selectors.entries import entries_with_messages
 from sessions_app.selectors.jobs import session_job
 from sessions_app.selectors.profiles import profile_exists
-from sessions_app.services import jobs
+from sessions_app.services.background import jobs
+from sessions_app.services.compacting.failure_errors import failure_error
+from sessions_app.services.compacting.offloading import offload_session
+from sessions_app.services.compacting.reverting import revert_compaction
+from sessions_app.services.compacting.session_compaction import CompactionOutcome, compact_session
 from sessions_app.services.errors import InvalidInput
-from sessions_app.services.failure_errors import failure_error
-from sessions_app.services.offloading import offload_session
-from sessions_app.services.reverting import revert_compaction
-from sessions_app.services.session_compaction import CompactionOutcome, compact_session
 from sessions_app.viewmodels.blocks import MessageView, build_message_views
 from sessions_app.viewmodels.jobs import job_phases, job_view
 

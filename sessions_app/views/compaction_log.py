@@ -12,8 +12,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from sessions_app.services.archives import ArchivedEntry as StoredEntry
-from sessions_app.services.archives import ArchiveUnavailable, read_archive
+from sessions_app.services.compacting.archives import ArchivedEntry as StoredEntry
+from sessions_app.services.compacting.archives import ArchiveUnavailable, read_archive
 from sessions_app.viewmodels.blocks import build_message_views
 
 from .common import owned_compaction

@@ -14,8 +14,8 @@ from sessions_app.selectors.compactions import session_compactions
 from sessions_app.selectors.files import offloaded_file
 from sessions_app.selectors.history import message_at
 from sessions_app.selectors.retention import lost_identifiers
+from sessions_app.services.compacting.reverting import revert_refusal
 from sessions_app.services.errors import NotFound
-from sessions_app.services.reverting import revert_refusal
 from sessions_app.viewmodels.blocks import build_message_views, result_text
 from sessions_app.viewmodels.history import MarkerTree, history_window, parse_bound
 

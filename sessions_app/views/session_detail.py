@@ -13,8 +13,8 @@ from django.views.decorators.http import require_GET
 from sessions_app.models import Session
 from sessions_app.selectors.changes import SessionStamp
 from sessions_app.selectors.profiles import profiles
-from sessions_app.services import jobs
-from sessions_app.services.threshold import shown_standing
+from sessions_app.services.background import jobs
+from sessions_app.services.sessions.threshold import shown_standing
 from sessions_app.viewmodels.blocks import usage_view
 from sessions_app.viewmodels.gauge import context_gauge
 from sessions_app.viewmodels.limits import Limits

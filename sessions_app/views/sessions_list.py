@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET
 
 from sessions_app.selectors.changes import list_stamp
 from sessions_app.selectors.sessions import owned_sessions
-from sessions_app.services.threshold import StandingResolver
+from sessions_app.services.sessions.threshold import StandingResolver
 from sessions_app.viewmodels.limits import Limits
 from sessions_app.viewmodels.listing import SORTS, session_page
 

@@ -19,10 +19,10 @@ from django.views.decorators.http import require_GET
 
 from sessions_app.models import Session
 from sessions_app.selectors.compactions import compaction_log
-from sessions_app.services import context as context_service
-from sessions_app.services.context import Format
-from sessions_app.services.reverting import revertable_numbers
-from sessions_app.services.threshold import shown_standing
+from sessions_app.services.compacting.reverting import revertable_numbers
+from sessions_app.services.context import runtime as context_service
+from sessions_app.services.context.runtime import Format
+from sessions_app.services.sessions.threshold import shown_standing
 from sessions_app.viewmodels.compare import compare_view
 from sessions_app.viewmodels.history import MarkerTree, history_window
 from sessions_app.viewmodels.limits import Limits

@@ -36,7 +36,7 @@ def test_a_failed_job_shows_its_phase_error_and_red_marker(
     page: Any, live_server: Any, browser_session: Any, failing_summaries: None
 ) -> None:
     from sessions_app.models import Compaction, CompactionJob
-    from sessions_app.services.jobs import run_job
+    from sessions_app.services.background.jobs import run_job
 
     login(page, live_server.url)
     page.goto(f"{live_server.url}/sessions/{browser_session.session.pk}/")

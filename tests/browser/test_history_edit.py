@@ -59,7 +59,7 @@ def test_edit_the_proposed_summary_and_apply_it(
     page: Any, live_server: Any, browser_session: Any, scripted_summaries: None
 ) -> None:
     from sessions_app.models import Compaction, CompactionJob
-    from sessions_app.services.jobs import run_job
+    from sessions_app.services.background.jobs import run_job
 
     session = browser_session.session
     login(page, live_server.url)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sessions_app.services.sessions import append_messages
+from sessions_app.services.sessions.lifecycle import append_messages
 from tests.support.histories import assistant, exchange, user
 
 from .conftest import Watch, login, wait_for_htmx_idle
@@ -82,7 +82,7 @@ def test_a_compaction_redraws_the_history_and_open_rows_stay_open(
     page: Any, live_server: Any, browser_session: Any, watch: Watch
 ) -> None:
     from compaction import ScriptedSummarizer
-    from sessions_app.services.session_compaction import compact_session
+    from sessions_app.services.compacting.session_compaction import compact_session
     from tests.sessions_app.conftest_ui import ui_profile
 
     session = browser_session.session

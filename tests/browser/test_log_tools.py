@@ -36,7 +36,7 @@ def tab(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
 
 
 def with_big_result(session: Any) -> None:
-    from sessions_app.services.sessions import append_messages
+    from sessions_app.services.sessions.lifecycle import append_messages
     from tests.support.histories import assistant, exchange, user
 
     append_messages(
@@ -84,7 +84,7 @@ def test_an_offload_is_in_the_log_with_its_files_and_can_be_undone(
     tab: Any, live_server: Any, browser_session: Any
 ) -> None:
     from sessions_app.models import Compaction
-    from sessions_app.services.context import runtime_messages
+    from sessions_app.services.context.runtime import runtime_messages
 
     session = browser_session.session
     with_big_result(session)
@@ -192,7 +192,7 @@ def test_a_late_preview_never_replaces_the_running_job(
     page: Any, live_server: Any, browser_session: Any, scripted_summaries: None
 ) -> None:
     from sessions_app.models import CompactionJob
-    from sessions_app.services.jobs import run_job
+    from sessions_app.services.background.jobs import run_job
 
     held: list[Any] = []
     login(page, live_server.url)

@@ -204,8 +204,8 @@ def test_the_log_with_an_offload_the_files_failures_and_the_admin_fit_a_phone(
     from django.contrib.auth import get_user_model
 
     from sessions_app.models import Compaction
-    from sessions_app.services.offloading import offload_session
-    from sessions_app.services.sessions import append_messages
+    from sessions_app.services.compacting.offloading import offload_session
+    from sessions_app.services.sessions.lifecycle import append_messages
     from tests.support.histories import assistant, exchange, user
 
     from .conftest import PASSWORD

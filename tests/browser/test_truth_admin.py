@@ -55,8 +55,8 @@ def test_an_empty_compaction_is_never_a_green_success(
     page: Any, live_server: Any, browser_user: Any
 ) -> None:
     from sessions_app.models import CompactionJob
-    from sessions_app.services.jobs import run_job
-    from sessions_app.services.sessions import create_session
+    from sessions_app.services.background.jobs import run_job
+    from sessions_app.services.sessions.lifecycle import create_session
     from tests.sessions_app.conftest_ui import ui_profile
     from tests.support.histories import assistant, system, user
 

@@ -124,7 +124,7 @@ def test_compact_with_preview_watch_progress_then_revert(
     page: Any, live_server: Any, browser_session: Any, scripted_summaries: None, watch: Watch
 ) -> None:
     from sessions_app.models import CompactionJob
-    from sessions_app.services.jobs import run_job
+    from sessions_app.services.background.jobs import run_job
 
     open_session(page, live_server, browser_session)
     page.fill("#compact-instructions", "keep the CLI file names")

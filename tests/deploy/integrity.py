@@ -14,7 +14,7 @@ from django.db.models import Sum
 
 from compaction import validate_messages
 from sessions_app.models import Compaction, ContextEntry, Message, Session
-from sessions_app.services.context import runtime_messages
+from sessions_app.services.context.runtime import runtime_messages
 
 __all__ = ["context_fingerprint", "session_problems"]
 

@@ -12,8 +12,8 @@ from django.contrib.auth import get_user_model
 from django_tasks_db.models import DBTaskResult
 
 from sessions_app.models import ApiKey, CompactionJob, Session
-from sessions_app.services.jobs import enqueue_compaction
-from sessions_app.services.sessions import create_session
+from sessions_app.services.background.jobs import enqueue_compaction
+from sessions_app.services.sessions.lifecycle import create_session
 from tests.support.histories import synthetic_history
 
 from .integrity import session_problems

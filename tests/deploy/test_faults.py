@@ -21,10 +21,10 @@ from django.db import DatabaseError, connection
 
 from compaction import SummaryRequest
 from sessions_app.models import Compaction, CompactionJob, CompactionProfile, Session
-from sessions_app.services import writeback
-from sessions_app.services.jobs import MAX_ATTEMPTS, enqueue_compaction, run_job
-from sessions_app.services.session_compaction import compact_session
-from sessions_app.services.sessions import create_session
+from sessions_app.services.background.jobs import MAX_ATTEMPTS, enqueue_compaction, run_job
+from sessions_app.services.compacting import writeback
+from sessions_app.services.compacting.session_compaction import compact_session
+from sessions_app.services.sessions.lifecycle import create_session
 from tests.support.fake_anthropic import FakeAnthropic, Reply
 from tests.support.histories import synthetic_history
 
@@ -274,7 +274,7 @@ def test_a_database_error_inside_the_commit_rolls_back_removes_the_archive_and_i
     def broken(*args: Any, **kwargs: Any) -> None:
         raise DatabaseError("simulated: connection lost during commit")
 
-    monkeypatch.setattr(writeback, "refresh_session_totals", broken)
+    monkeypatch.setattr(writeback, "save_entry_counters", broken)
     before = context_fingerprint(session)
 
     job = _run(session, summary_only)

@@ -70,7 +70,7 @@ def test_the_same_first_request_sent_at_once_starts_one_session(
     request: pytest.FixtureRequest,
 ) -> None:
     # A client that sends its first request twice at once (a retry racing the original)
-    # must not get two sessions: starts are taken in turn (services/proxying.py).
+    # must not get two sessions: starts are taken in turn (services/proxying/turns.py).
     url = (
         f"sqlite:///{tmp_path / 'db.sqlite3'}"
         if database == "sqlite"

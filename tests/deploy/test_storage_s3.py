@@ -73,10 +73,10 @@ def _keys(bucket: Any) -> list[str]:
 def test_compaction_archive_offload_and_revert_work_on_s3(s3_storage: Any, db: Any) -> None:
     from django.contrib.auth import get_user_model
 
-    from sessions_app.services.offloading import blob_store_for, offload_session
-    from sessions_app.services.reverting import revert_compaction
-    from sessions_app.services.session_compaction import compact_session
-    from sessions_app.services.sessions import create_session, delete_session
+    from sessions_app.services.compacting.offloading import blob_store_for, offload_session
+    from sessions_app.services.compacting.reverting import revert_compaction
+    from sessions_app.services.compacting.session_compaction import compact_session
+    from sessions_app.services.sessions.lifecycle import create_session, delete_session
     from tests.support.histories import exchange, synthetic_history
 
     from .integrity import context_fingerprint, session_problems
@@ -130,7 +130,7 @@ def test_no_archive_or_blob_is_replaced_with_the_backends_default_file_overwrite
     ctxweb checks for a taken name itself."""
     from datetime import UTC, datetime
 
-    from sessions_app.services.archives import ArchiveHeader, write_archive
+    from sessions_app.services.compacting.archives import ArchiveHeader, write_archive
     from sessions_app.storage import DjangoStorageBlobStore
 
     options = {k: v for k, v in _options(s3_endpoint).items() if k != "file_overwrite"}

@@ -19,10 +19,10 @@ from django.test import Client
 
 from compaction import ScriptedSummarizer
 from sessions_app.models import ApiKey, Compaction, CompactionJob, Session
-from sessions_app.services.jobs import enqueue_compaction
-from sessions_app.services.offloading import offload_session
-from sessions_app.services.session_compaction import compact_session
-from sessions_app.services.sessions import create_session
+from sessions_app.services.background.jobs import enqueue_compaction
+from sessions_app.services.compacting.offloading import offload_session
+from sessions_app.services.compacting.session_compaction import compact_session
+from sessions_app.services.sessions.lifecycle import create_session
 from tests.support.histories import exchange, synthetic_history
 
 BIG_RESULT = "line of a large tool output\n" * 200

@@ -24,7 +24,7 @@ from schemathesis.config._checks import (
 )
 
 from sessions_app.models import Session
-from sessions_app.services.sessions import create_session
+from sessions_app.services.sessions.lifecycle import create_session
 from tests.support.histories import synthetic_history
 
 from .conftest import World

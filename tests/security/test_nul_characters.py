@@ -17,7 +17,7 @@ from compaction import ScriptedSummarizer, SummaryError
 from sessions_app.importers import parse_text
 from sessions_app.models import Compaction, Message, Session
 from sessions_app.nul import first_nul_path
-from sessions_app.services.session_compaction import compact_session
+from sessions_app.services.compacting.session_compaction import compact_session
 
 from .conftest import World
 

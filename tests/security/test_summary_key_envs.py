@@ -24,10 +24,10 @@ from sessions_app.models import (
     Session,
     SummarizerConfig,
 )
+from sessions_app.services.background.jobs import enqueue_compaction, run_job
 from sessions_app.services.errors import Unavailable
-from sessions_app.services.jobs import enqueue_compaction, run_job
-from sessions_app.services.policies import summarizer_for
-from sessions_app.services.sessions import create_session
+from sessions_app.services.sessions.lifecycle import create_session
+from sessions_app.services.sessions.policies import summarizer_for
 from sessions_app.summarizer_config import KEY_ENV_RULE, key_env_allowed
 from tests.support.histories import synthetic_history
 

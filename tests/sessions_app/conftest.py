@@ -21,7 +21,7 @@ from django.test import Client
 
 from compaction import ScriptedSummarizer
 from sessions_app.models import ApiKey, CompactionProfile, Session
-from sessions_app.services.sessions import create_session
+from sessions_app.services.sessions.lifecycle import create_session
 from tests.support.histories import synthetic_history
 
 User = get_user_model()

@@ -19,8 +19,8 @@ from django.test import Client
 
 from compaction import ScriptedSummarizer
 from sessions_app.models import Compaction, CompactionProfile, Session
-from sessions_app.services.session_compaction import compact_session
-from sessions_app.services.sessions import append_messages, create_session
+from sessions_app.services.compacting.session_compaction import compact_session
+from sessions_app.services.sessions.lifecycle import append_messages, create_session
 from tests.support.histories import assistant, exchange, synthetic_history, user
 
 #: Content that must stay inert in every page that shows it.

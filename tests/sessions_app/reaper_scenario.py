@@ -37,8 +37,8 @@ def setup() -> str:
     from django.contrib.auth import get_user_model
 
     from sessions_app.models import CompactionProfile
-    from sessions_app.services.jobs import enqueue_compaction
-    from sessions_app.services.sessions import create_session
+    from sessions_app.services.background.jobs import enqueue_compaction
+    from sessions_app.services.sessions.lifecycle import create_session
     from tests.support.histories import synthetic_history
 
     owner = get_user_model().objects.create_user("worker-test")

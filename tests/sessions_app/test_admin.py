@@ -15,8 +15,8 @@ from django.test import Client
 from compaction import STEPS, Policy, ScriptedSummarizer
 from sessions_app.admin_forms import RATIO_FIELDS, CompactionProfileForm, percent_text
 from sessions_app.models import ApiKey, Compaction, CompactionProfile, SummarizerConfig
-from sessions_app.services.auto import prepare_context
-from sessions_app.services.session_compaction import compact_session
+from sessions_app.services.compacting.auto import prepare_context
+from sessions_app.services.compacting.session_compaction import compact_session
 from tests.sessions_app.conftest import JsonClient
 from tests.support.histories import assistant, user
 

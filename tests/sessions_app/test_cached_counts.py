@@ -14,7 +14,7 @@ import pytest
 
 from compaction import ScriptedSummarizer
 from compaction.tokens import _message_pieces
-from sessions_app.services.session_compaction import compact_session
+from sessions_app.services.compacting.session_compaction import compact_session
 from tests.support.encoded import recording_encodes
 from tests.support.histories import synthetic_history
 

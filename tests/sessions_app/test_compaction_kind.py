@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: `strategy` compared with the literal "offload", or the old module constant.
 _TOLD_APART = re.compile(r"""strategy\s*(?:==|!=|=)\s*["']offload["']|OFFLOAD_STRATEGY""")
 #: Takes a migration's historical models, which have neither the Kind nor the properties.
-_EXEMPT = {Path("sessions_app/services/dedupe.py")}
+_EXEMPT = {Path("sessions_app/services/importing/dedupe.py")}
 
 
 def test_the_kind_follows_the_stored_strategy() -> None:

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import connection
 
 from sessions_app.models import ContextEntry, Message
-from sessions_app.services.context import context_payload, runtime_messages
+from sessions_app.services.context.runtime import context_payload, runtime_messages
 from tests.support import postgres
 
 pytestmark = pytest.mark.django_db

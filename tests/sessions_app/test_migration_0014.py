@@ -13,7 +13,7 @@ from django.apps import apps
 from django.utils import timezone
 
 from sessions_app.models import Compaction, ContextEntry, Message, Session
-from sessions_app.services.sessions import create_session
+from sessions_app.services.sessions.lifecycle import create_session
 
 pytestmark = pytest.mark.django_db
 

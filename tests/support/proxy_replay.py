@@ -11,7 +11,7 @@ transcripts go as Anthropic Messages requests carrying Claude Code's session id 
 `metadata.user_id`; a subagent is its own request stream under the same id, with its own
 system prompt (Claude Code's subagent mark in it) and tools, sent right after the answer
 holding the call that starts it (the proxy links it as it does a live Claude Code,
-services/proxy_origin.py). Other transcripts go as OpenAI Chat requests, each stored
+services/proxying/origin.py). Other transcripts go as OpenAI Chat requests, each stored
 message converted alone by the app's exporter (exporters/openai.py).
 
 What the proxy cannot be told, hence not compared (`comparable`): a leading system message

@@ -34,7 +34,7 @@ from sessions_app.canonical import canonical_json
 from sessions_app.importers import detect_format
 from sessions_app.models import Message, Session
 from sessions_app.services.importing import import_file
-from sessions_app.services.watching import WATCHED, Watcher
+from sessions_app.services.importing.watching import WATCHED, Watcher
 
 __all__ = [
     "Sessions",

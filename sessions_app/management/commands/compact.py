@@ -1,6 +1,6 @@
 """`manage.py compact SESSION`: compact a stored session's runtime context now.
 
-The command-line face of sessions_app/services/session_compaction.py (the same run as the
+The command-line face of sessions_app/services/compacting/session_compaction.py (the same run as the
 web page's "Compact now" and `POST /api/sessions/{id}/compactions`); the stateless
 `POST /api/compact` is sessions_app/api/stateless_compact.py.
 """
@@ -11,8 +11,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ...services.errors import ServiceError
-from ...services.session_compaction import compact_session
+from sessions_app.services.compacting.session_compaction import compact_session
+from sessions_app.services.errors import ServiceError
+
 from ..cli import resolve_session
 
 

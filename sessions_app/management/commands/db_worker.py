@@ -6,8 +6,8 @@ reaper of lost compaction jobs and a heartbeat.
   and goes back to claiming jobs once `SELECT 1` answers (docs/deployment.md, faults).
 - The reaper runs once when the worker starts and then every CTXWEB_REAPER_INTERVAL_SECONDS
   (default 30) in a daemon thread, so a job whose worker was killed mid-run is failed and
-  queued again (see sessions_app.services.reaper.reap_stale_jobs).
-- A heartbeat (sessions_app.services.heartbeat) is written every
+  queued again (see sessions_app.services.background.reaper.reap_stale_jobs).
+- A heartbeat (sessions_app.services.background.heartbeat) is written every
   CTXWEB_JOB_HEARTBEAT_SECONDS, for `GET /api/health`.
 
 sessions_app comes before django_tasks_db in INSTALLED_APPS, so this command replaces theirs.
@@ -31,9 +31,9 @@ from django.utils.autoreload import DJANGO_AUTORELOAD_ENV, run_with_reloader
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
 from django_tasks_db.management.commands.db_worker import Worker
 
-from sessions_app.services.heartbeat import HeartbeatWriter
-from sessions_app.services.jobs import heartbeat_seconds
-from sessions_app.services.reaper import reap_stale_jobs
+from sessions_app.services.background.heartbeat import HeartbeatWriter
+from sessions_app.services.background.jobs import heartbeat_seconds
+from sessions_app.services.background.reaper import reap_stale_jobs
 
 logger = logging.getLogger("sessions_app")
 

@@ -7,8 +7,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from sessions_app.services.sessions.exporting import WHAT, export_session
+
 from ...exporters import EXPORT_FORMATS
-from ...services.exporting import WHAT, export_session
 from ..cli import resolve_session
 
 

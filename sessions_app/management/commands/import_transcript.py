@@ -7,9 +7,10 @@ from typing import Any, TextIO, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from sessions_app.services.errors import InvalidInput
+from sessions_app.services.importing import import_file
+
 from ...importers import format_names
-from ...services.errors import InvalidInput
-from ...services.importing import import_file
 from ..cli import ProgressBar, resolve_user, transcript_files
 
 

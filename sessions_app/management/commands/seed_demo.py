@@ -18,15 +18,15 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
 from compaction import ExtractiveSummarizer
+from sessions_app.services.compacting.session_compaction import compact_session
+from sessions_app.services.context.runtime import check
+from sessions_app.services.errors import InvalidInput
+from sessions_app.services.importing import import_file
+from sessions_app.services.sessions.lifecycle import append_messages, create_session
+from sessions_app.services.sessions.policies import default_profile
 
 from ...demo.synthetic import TITLE, agent_rounds
 from ...models import Compaction, CompactionProfile, Session
-from ...services.context import check
-from ...services.errors import InvalidInput
-from ...services.importing import import_file
-from ...services.policies import default_profile
-from ...services.session_compaction import compact_session
-from ...services.sessions import append_messages, create_session
 from ..cli import transcript_files
 
 BUILT_IN: Final = Path(__file__).resolve().parents[2] / "demo"

@@ -8,7 +8,13 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ...services.watching import DEFAULT_ROOTS, SETTLE_SECONDS, Watcher, default_roots
+from sessions_app.services.importing.watching import (
+    DEFAULT_ROOTS,
+    SETTLE_SECONDS,
+    Watcher,
+    default_roots,
+)
+
 from ..cli import resolve_user
 
 

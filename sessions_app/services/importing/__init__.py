@@ -10,7 +10,7 @@
 - archive.py: compaction archives and the raw source file; rows.py: rows both paths share.
 """
 
-from .files import (
+from sessions_app.services.importing.files import (
     ImportReport,
     find_source_session,
     import_file,
@@ -19,8 +19,8 @@ from .files import (
     source_identity,
     update_session,
 )
-from .merge import MergeResult, merge_imported
-from .store import store_imported
+from sessions_app.services.importing.merge import MergeResult, merge_imported
+from sessions_app.services.importing.store import store_imported
 
 __all__ = [
     "ImportReport",

@@ -2,7 +2,7 @@
 
 `write_archive` is the one place importing writes an archive (the entries an imported
 compaction replaced, streamed so a large compaction needs little memory), through
-services/archives.py, the format's owner.
+services/compacting/archives.py, the format's owner.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import IO, Any, Final
 from django.core.files import File
 from django.core.files.storage import default_storage
 
-from ...importers import ImportedSession
-from ...importers.source import Source
-from ...models import Compaction, Session
-from ...unstorable import clean_text
-from .. import archives
-from ..archives import ArchivedEntry, ArchiveHeader
+from sessions_app.importers import ImportedSession
+from sessions_app.importers.source import Source
+from sessions_app.models import Compaction, Session
+from sessions_app.services.compacting import archives
+from sessions_app.services.compacting.archives import ArchivedEntry, ArchiveHeader
+from sessions_app.unstorable import clean_text
 
 __all__ = ["RAW_NAME_CHARS", "archive_source", "write_archive"]
 
@@ -30,7 +30,7 @@ RAW_NAME_CHARS: Final = 40
 
 def write_archive(session: Session, row: Compaction, entries: Iterable[dict[str, Any]]) -> str:
     """Store the entries `row` replaced as its archive (the format's owner is
-    services/archives.py); entries are streamed. Returns the stored file name."""
+    services/compacting/archives.py); entries are streamed. Returns the stored file name."""
     header = ArchiveHeader(str(session.pk), row.number, row.created_at, row.trigger, imported=True)
     return archives.write_archive(header, (ArchivedEntry.from_dict(e) for e in entries))
 

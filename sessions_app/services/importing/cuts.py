@@ -1,7 +1,7 @@
 """Where a growing JSON-lines transcript can be cut: lines at which the importer's state is
 clean, so that parsing from there gives the same messages as parsing the whole file.
 
-The watcher (services/watching.py) re-reads a transcript from its last cut only: the part
+The watcher (services/importing/watching.py) re-reads a transcript from its last cut only: the part
 before the newest cut is complete, the part after it may still grow (an assistant reply
 streamed line by line, tool results still coming). A cut is a line that starts a new message
 while no tool call waits for its result and no compaction boundary waits for its summary:
@@ -16,7 +16,7 @@ while no tool call waits for its result and no compaction boundary waits for its
 `main` tells whether a Claude Code part has a main-thread message at all: a part made only of
 sidechain lines is parsed as a subagent transcript (importers/claude_code_graph.py), so a
 session file that starts with sidechain lines must wait for its main thread before it is
-stored (services/watching.py).
+stored (services/importing/watching.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...importers.provider_compaction import COMPACTION_BLOCK_TYPES
+from sessions_app.importers.provider_compaction import COMPACTION_BLOCK_TYPES
 
 __all__ = ["Cuts", "find_cuts"]
 

@@ -14,15 +14,15 @@ from typing import Any, Final
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from ...importers import ImportedSession, SkippedLine, TranscriptError, UnknownFormatError
-from ...importers.claude_code import CONTINUES
-from ...importers.parse import parse_source
-from ...importers.source import Progress, open_source
-from ...models import Message, Session
-from ...unstorable import clean_text
-from ..errors import InvalidInput
-from .merge import MergeResult, merge_imported
-from .store import store_imported
+from sessions_app.importers import ImportedSession, SkippedLine, TranscriptError, UnknownFormatError
+from sessions_app.importers.claude_code import CONTINUES
+from sessions_app.importers.parse import parse_source
+from sessions_app.importers.source import Progress, open_source
+from sessions_app.models import Message, Session
+from sessions_app.services.errors import InvalidInput
+from sessions_app.services.importing.merge import MergeResult, merge_imported
+from sessions_app.services.importing.store import store_imported
+from sessions_app.unstorable import clean_text
 
 #: Newest messages of a stored subagent searched for the line a later part goes on from.
 LOOKBACK: Final = 200

@@ -26,18 +26,24 @@ from django.db import transaction
 from django.utils import timezone
 
 from compaction import SUMMARY_KEY, message_token_counts
-
-from ...importers import ImportedCompaction, ImportedMessage, ImportedSession
-from ...importers.builder import move_system_into_conversation
-from ...importers.claude_code_records import latest_metadata
-from ...models import Compaction, ContextEntry, Message, Session
-from ..archives import ArchivedEntry
-from ..entries import append_rows
-from ..policies import default_profile, profile_encoding
-from ..session_state import KEEP, Change, ReportedUsage, advance
-from ..writeback import next_number
-from .archive import write_archive
-from .rows import Span, anchors, compaction_key, compaction_row, message_row, stamp_times
+from sessions_app.importers import ImportedCompaction, ImportedMessage, ImportedSession
+from sessions_app.importers.builder import move_system_into_conversation
+from sessions_app.importers.claude_code_records import latest_metadata
+from sessions_app.models import Compaction, ContextEntry, Message, Session
+from sessions_app.services.compacting.archives import ArchivedEntry
+from sessions_app.services.compacting.writeback import next_number
+from sessions_app.services.importing.archive import write_archive
+from sessions_app.services.importing.rows import (
+    Span,
+    anchors,
+    compaction_key,
+    compaction_row,
+    message_row,
+    stamp_times,
+)
+from sessions_app.services.sessions.entries import append_rows
+from sessions_app.services.sessions.policies import default_profile, profile_encoding
+from sessions_app.services.sessions.state import KEEP, Change, ReportedUsage, advance
 
 __all__ = ["MergeResult", "merge_imported"]
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...importers import ImportedSession
+from sessions_app.importers import ImportedSession
 
 __all__ = ["Replaced", "Replay", "batches", "head_end", "replay"]
 

@@ -1,7 +1,7 @@
 """Whether a transcript read again from its start still begins with what its session holds.
 
 The watcher reads a file again from its start when it shrank or changed where it was read
-before (services/watching.py). When the file still begins with every message its session
+before (services/importing/watching.py). When the file still begins with every message its session
 stored (rewritten with the same lines, and maybe more), the session goes on; when it holds
 only the first of them (truncated), the session keeps them all and waits; when a message
 differs (the file was truncated and written anew, rotated, or replaced by another
@@ -15,10 +15,10 @@ from typing import Final
 
 from django.utils import timezone
 
-from ...canonical import canonical_json
-from ...importers import ImportedMessage, ImportedSession
-from ...models import Message, Session
-from .rows import message_row
+from sessions_app.canonical import canonical_json
+from sessions_app.importers import ImportedMessage, ImportedSession
+from sessions_app.models import Message, Session
+from sessions_app.services.importing.rows import message_row
 
 __all__ = ["BEHIND", "CONTINUES", "DIVERGED", "compare", "mark_restart"]
 

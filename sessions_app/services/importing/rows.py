@@ -12,9 +12,9 @@ from typing import Any, Final
 
 from django.utils import timezone
 
-from ...importers import ImportedCompaction, ImportedMessage, ImportedSession
-from ...models import Compaction, Message, Session
-from ...unstorable import clean
+from sessions_app.importers import ImportedCompaction, ImportedMessage, ImportedSession
+from sessions_app.models import Compaction, Message, Session
+from sessions_app.unstorable import clean
 
 __all__ = [
     "IMPORT_KEY",

@@ -21,17 +21,23 @@ from django.db import reset_queries, transaction
 from django.utils import timezone
 
 from compaction import SUMMARY_KEY, message_token_counts
-
-from ...importers import ImportedSession
-from ...importers.source import Progress, Source
-from ...models import Compaction, ContextEntry, Message, Session
-from ...storage import delete_stored_quietly
-from ...unstorable import clean_text
-from ..policies import default_profile, profile_encoding
-from ..session_state import KEEP, Change, advance
-from .archive import archive_source, write_archive
-from .replay import Replaced, Replay, batches, head_end, replay
-from .rows import Span, anchors, compaction_row, message_row, metadata_of, stamp_times
+from sessions_app.importers import ImportedSession
+from sessions_app.importers.source import Progress, Source
+from sessions_app.models import Compaction, ContextEntry, Message, Session
+from sessions_app.services.importing.archive import archive_source, write_archive
+from sessions_app.services.importing.replay import Replaced, Replay, batches, head_end, replay
+from sessions_app.services.importing.rows import (
+    Span,
+    anchors,
+    compaction_row,
+    message_row,
+    metadata_of,
+    stamp_times,
+)
+from sessions_app.services.sessions.policies import default_profile, profile_encoding
+from sessions_app.services.sessions.state import KEEP, Change, advance
+from sessions_app.storage import delete_stored_quietly
+from sessions_app.unstorable import clean_text
 
 __all__ = ["BATCH", "store_imported"]
 
@@ -315,7 +321,7 @@ class _SessionWriter:
         ContextEntry.objects.bulk_create(entries)
 
     def _totals(self, session: Session, plan: Replay) -> None:
-        """The new session's counters (services/session_state.py): its first version."""
+        """The new session's counters (services/sessions/state.py): its first version."""
         session.next_seq = len(self.imported.messages)
         session.next_position = plan.next_position
         written = Change(

@@ -99,7 +99,7 @@ def test_check_reads_the_session_once_and_sees_appends_and_the_overhead(
     from django.test.utils import CaptureQueriesContext
 
     from sessions_app.models import Session
-    from sessions_app.services.sessions import append_messages
+    from sessions_app.services.sessions.lifecycle import append_messages
 
     session = make_session(messages=[user("hi")], context_limit=1000)
     url = f"/api/sessions/{session.pk}/check"

@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from sessions_app.services.heartbeat import write_worker_heartbeat
+from sessions_app.services.background.heartbeat import write_worker_heartbeat
 from tests.sessions_app.conftest import JsonClient
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,8 @@ import pytest
 
 from compaction import ScriptedSummarizer
 from sessions_app.models import Compaction, Message, Session
-from sessions_app.services.jobs import enqueue_compaction
-from sessions_app.services.session_compaction import compact_session
+from sessions_app.services.background.jobs import enqueue_compaction
+from sessions_app.services.compacting.session_compaction import compact_session
 from tests.sessions_app.conftest import JsonClient
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from sessions_app.models import Compaction, CompactionJob, Session
-from sessions_app.services.jobs import run_job
-from sessions_app.services.sessions import append_messages
+from sessions_app.services.background.jobs import run_job
+from sessions_app.services.sessions.lifecycle import append_messages
 from tests.sessions_app.conftest import JsonClient
 from tests.support.histories import assistant, user
 

@@ -8,8 +8,8 @@ import pytest
 
 from compaction import ScriptedSummarizer
 from sessions_app.models import CompactionJob, Message, Session
-from sessions_app.services.session_compaction import compact_session
-from sessions_app.services.sessions import append_messages
+from sessions_app.services.compacting.session_compaction import compact_session
+from sessions_app.services.sessions.lifecycle import append_messages
 from tests.sessions_app.conftest import JsonClient
 from tests.support.histories import assistant, tool_call, tool_results, user
 
@@ -77,7 +77,7 @@ def test_create_rejects_bad_input_with_the_path(
 
 
 def test_list_is_paginated_with_an_opaque_cursor(api_client: JsonClient, user: Any) -> None:
-    from sessions_app.services.sessions import create_session
+    from sessions_app.services.sessions.lifecycle import create_session
 
     created = [create_session(user, title=f"s{i}") for i in range(5)]
     seen: list[str] = []
@@ -94,7 +94,7 @@ def test_list_is_paginated_with_an_opaque_cursor(api_client: JsonClient, user: A
 
 
 def test_list_searches_titles(api_client: JsonClient, user: Any) -> None:
-    from sessions_app.services.sessions import create_session
+    from sessions_app.services.sessions.lifecycle import create_session
 
     create_session(user, title="parser bug")
     create_session(user, title="deploy")
@@ -235,7 +235,7 @@ def test_history_pages_messages_and_nests_markers(
 def test_list_search_is_the_pages_rule(api_client: JsonClient, user: Any) -> None:
     from django.test import Client
 
-    from sessions_app.services.sessions import create_session
+    from sessions_app.services.sessions.lifecycle import create_session
 
     browser = Client()
     browser.force_login(user)

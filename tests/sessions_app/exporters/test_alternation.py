@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from compaction import merge_adjacent_roles, validate_messages
 from sessions_app.exporters import to_anthropic, to_openai
 from sessions_app.models import Session
-from sessions_app.services.sessions import _append_validated, append_messages
+from sessions_app.services.sessions.lifecycle import _append_validated, append_messages
 from tests.sessions_app.conftest import JsonClient
 from tests.support.histories import assistant, tool_call, tool_results, user
 

@@ -243,7 +243,7 @@ def test_watched_transcript_gets_the_provider_marker_as_it_arrives(
     user: Any, tmp_path: Any
 ) -> None:
     from sessions_app.models import Compaction, Message, Session
-    from sessions_app.services.watching import Watcher
+    from sessions_app.services.importing.watching import Watcher
 
     records: list[dict[str, Any]] = [
         cc_user("u1", None, "hi"),
@@ -281,7 +281,7 @@ def test_a_codex_compaction_item_and_its_compacted_line_in_two_scans_are_one_mar
     """The rollout is written in two parts, scanned after each: the item and its `compacted`
     line (the same compaction) make one marker, as when the file is read in one go."""
     from sessions_app.models import Compaction, Session
-    from sessions_app.services.watching import Watcher
+    from sessions_app.services.importing.watching import Watcher
 
     history = [
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},

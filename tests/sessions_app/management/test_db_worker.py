@@ -21,8 +21,8 @@ from django_tasks_db.models import DBTaskResult
 
 from sessions_app.management.commands.db_worker import ReconnectingWorker, backoff_delays
 from sessions_app.models import CompactionJob, Session
-from sessions_app.services.heartbeat import read_worker_heartbeat, write_worker_heartbeat
-from sessions_app.services.jobs import enqueue_compaction
+from sessions_app.services.background.heartbeat import read_worker_heartbeat, write_worker_heartbeat
+from sessions_app.services.background.jobs import enqueue_compaction
 
 LOST = "server closed the connection unexpectedly"
 

@@ -16,8 +16,13 @@ from sessions_app.proxy.anthropic import AnthropicAdapter
 from sessions_app.proxy.digests import decode_body, digest
 from sessions_app.proxy.mapping import proxy_request
 from sessions_app.services.errors import InvalidInput
-from sessions_app.services.proxying import ProxyPlan, ProxyRequest, plan_request, record_answer
-from sessions_app.services.sessions import append_messages
+from sessions_app.services.proxying.turns import (
+    ProxyPlan,
+    ProxyRequest,
+    plan_request,
+    record_answer,
+)
+from sessions_app.services.sessions.lifecycle import append_messages
 
 pytestmark = pytest.mark.django_db
 

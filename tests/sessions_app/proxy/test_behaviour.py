@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 
 from sessions_app.models import ApiKey, Compaction, CompactionProfile, Session
-from sessions_app.services import proxying
+from sessions_app.services.proxying import turns as proxying
 from tests.sessions_app.proxy.conftest import small_default_profile
 from tests.support.fake_anthropic import Reply
 from tests.support.fake_streaming import StreamingAnthropic

@@ -15,9 +15,9 @@ from sessions_app.proxy import digests
 from sessions_app.proxy.anthropic import AnthropicAdapter
 from sessions_app.proxy.digests import Digests, decode_body, digest
 from sessions_app.proxy.mapping import proxy_request
-from sessions_app.services import overhead
-from sessions_app.services.proxy_map import ROOT, Incoming, chain
-from sessions_app.services.proxying import plan_request, record_answer
+from sessions_app.services.proxying.prefix_map import ROOT, Incoming, chain
+from sessions_app.services.proxying.turns import plan_request, record_answer
+from sessions_app.services.sessions import overhead
 from tests.sessions_app.proxy.conftest import small_default_profile
 
 _ADAPTER = AnthropicAdapter()
@@ -139,7 +139,7 @@ def test_messages_handed_to_later_requests_come_back_unchanged(user: Any) -> Non
 
 
 def test_the_raw_chains_come_with_the_body_as_the_map_would_make_them() -> None:
-    """The running fingerprints the map compares (services/proxy_map.py), made while the
+    """The running fingerprints the map compares (services/proxying/prefix_map.py), made while the
     body is read, for a body read afresh and for one extending an earlier body."""
     for body in (_body(_history(5)), _body(_history(8))):  # the second extends the first
         _, hashes = decode_body(body)

@@ -16,7 +16,7 @@ from sessions_app.canonical import (
     canonical_json,
     legacy_digest,
 )
-from sessions_app.services.proxy_map import ROOT, Incoming, PrefixMap, chain
+from sessions_app.services.proxying.prefix_map import ROOT, Incoming, PrefixMap, chain
 
 _TEXT = st.text(min_size=1, max_size=12)
 _SCALAR = st.one_of(st.integers(-5, 5), _TEXT, st.booleans())

@@ -13,8 +13,13 @@ from sessions_app.models import Message, Session
 from sessions_app.proxy.anthropic import AnthropicAdapter
 from sessions_app.proxy.digests import decode_body, digest
 from sessions_app.proxy.mapping import proxy_request
-from sessions_app.services import proxying
-from sessions_app.services.proxying import ProxyPlan, ProxyRequest, plan_request, record_answer
+from sessions_app.services.proxying import turns as proxying
+from sessions_app.services.proxying.turns import (
+    ProxyPlan,
+    ProxyRequest,
+    plan_request,
+    record_answer,
+)
 
 pytestmark = pytest.mark.django_db
 

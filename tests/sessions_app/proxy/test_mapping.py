@@ -10,8 +10,8 @@ import anthropic
 import pytest
 
 from sessions_app.models import CompactionProfile, Message, Session
-from sessions_app.services.context import check, context_body, context_payload
-from sessions_app.services.threshold import shown_standing
+from sessions_app.services.context.runtime import check, context_body, context_payload
+from sessions_app.services.sessions.threshold import shown_standing
 from sessions_app.viewmodels.gauge import context_gauge
 from sessions_app.viewmodels.limits import Limits
 from tests.support.fake_anthropic import Reply

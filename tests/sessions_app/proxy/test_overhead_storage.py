@@ -17,8 +17,14 @@ from sessions_app.models import Session
 from sessions_app.proxy.anthropic import AnthropicAdapter
 from sessions_app.proxy.digests import decode_body, digest
 from sessions_app.proxy.mapping import proxy_request
-from sessions_app.services import overhead, proxy_overhead
-from sessions_app.services.proxying import ProxyPlan, ProxyRequest, plan_request, record_answer
+from sessions_app.services.proxying import overhead as proxy_overhead
+from sessions_app.services.proxying.turns import (
+    ProxyPlan,
+    ProxyRequest,
+    plan_request,
+    record_answer,
+)
+from sessions_app.services.sessions import overhead
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,5 @@
-"""The constant-size map of a proxied session's stored client messages (services/proxy_map.py)
+"""The constant-size map of a proxied session's stored client messages
+(services/proxying/prefix_map.py)
 and the raw digests taken from a request's bytes (proxy/digests.py `decode_body`)."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 
 from sessions_app.proxy.digests import Digests, decode_body, digest
-from sessions_app.services.proxy_map import WINDOW, Incoming, PrefixMap
+from sessions_app.services.proxying.prefix_map import WINDOW, Incoming, PrefixMap
 
 
 def _incoming(messages: list[Any], *, indent: int | None = None) -> Incoming:

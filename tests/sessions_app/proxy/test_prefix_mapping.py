@@ -12,9 +12,15 @@ from sessions_app.models import Compaction, CompactionProfile, Message, Session
 from sessions_app.proxy.anthropic import AnthropicAdapter
 from sessions_app.proxy.digests import decode_body, digest
 from sessions_app.proxy.mapping import proxy_request
-from sessions_app.services import proxy_context, proxying
-from sessions_app.services.proxy_map import WINDOW
-from sessions_app.services.proxying import ProxyPlan, ProxyRequest, plan_request, record_answer
+from sessions_app.services.proxying import context as proxy_context
+from sessions_app.services.proxying import turns as proxying
+from sessions_app.services.proxying.prefix_map import WINDOW
+from sessions_app.services.proxying.turns import (
+    ProxyPlan,
+    ProxyRequest,
+    plan_request,
+    record_answer,
+)
 from tests.sessions_app.proxy.conftest import small_default_profile
 
 pytestmark = pytest.mark.django_db

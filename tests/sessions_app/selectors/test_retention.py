@@ -9,7 +9,7 @@ import pytest
 from compaction import extract_identifiers
 from sessions_app.models import Compaction
 from sessions_app.selectors.retention import LostIdentifiers, lost_identifiers
-from sessions_app.services.archives import read_archive
+from sessions_app.services.compacting.archives import read_archive
 
 if TYPE_CHECKING:
     from tests.sessions_app.conftest_ui import UiSession

@@ -17,7 +17,7 @@ from sessions_app.selectors.sessions import (
     session_slice,
 )
 from sessions_app.services.errors import NotFound
-from sessions_app.services.sessions import create_session
+from sessions_app.services.sessions.lifecycle import create_session
 
 pytestmark = pytest.mark.django_db
 

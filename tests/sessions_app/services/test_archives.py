@@ -1,4 +1,4 @@
-"""sessions_app.services.archives: the typed archive document, written and read back."""
+"""sessions_app.services.compacting.archives: the typed archive document, written and read back."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage, default_storage
 
 from sessions_app.models import Compaction
-from sessions_app.services.archives import (
+from sessions_app.services.compacting.archives import (
     ARCHIVE_VERSION,
     Archive,
     ArchivedEntry,

@@ -1,4 +1,5 @@
-"""sessions_app.services.auto: prepare_context (docs/behaviour.md#pre-call-check, #hard-truncation,
+"""sessions_app.services.compacting.auto: prepare_context (docs/behaviour.md#pre-call-check,
+#hard-truncation,
 cooldown) and the post-call check."""
 
 from __future__ import annotations
@@ -10,12 +11,12 @@ import pytest
 
 from compaction import SummaryError, is_summary_message
 from sessions_app.models import Compaction, CompactionJob, CompactionProfile, Session
-from sessions_app.services.auto import post_call_check, prepare_context
-from sessions_app.services.context import runtime_messages
-from sessions_app.services.cooldown import in_cooldown, note_outcome
-from sessions_app.services.jobs import run_job
-from sessions_app.services.session_compaction import CompactionOutcome
-from sessions_app.services.usage import usage_tokens
+from sessions_app.services.background.cooldown import in_cooldown, note_outcome
+from sessions_app.services.background.jobs import run_job
+from sessions_app.services.compacting.auto import post_call_check, prepare_context
+from sessions_app.services.compacting.session_compaction import CompactionOutcome
+from sessions_app.services.context.runtime import runtime_messages
+from sessions_app.services.sessions.usage import usage_tokens
 from tests.support.histories import assistant, user
 
 pytestmark = pytest.mark.django_db

@@ -11,10 +11,10 @@ from django.db import connection
 
 from compaction import SummaryRequest, is_summary_message
 from sessions_app.models import Compaction, Session
-from sessions_app.services.context import runtime_messages
+from sessions_app.services.compacting.session_compaction import CompactionOutcome, compact_session
+from sessions_app.services.context.runtime import runtime_messages
 from sessions_app.services.errors import Conflict
-from sessions_app.services.session_compaction import CompactionOutcome, compact_session
-from sessions_app.services.sessions import append_messages
+from sessions_app.services.sessions.lifecycle import append_messages
 from tests.support.histories import assistant, user
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -1,4 +1,5 @@
-"""sessions_app.services.context: runtime messages, API payloads (Anthropic/OpenAI), check."""
+"""sessions_app.services.context.runtime: runtime messages, API payloads (Anthropic/OpenAI),
+check."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ import pytest
 
 from compaction import ScriptedSummarizer, count_tokens, is_summary_message
 from sessions_app.models import ContextEntry, Session
-from sessions_app.services.context import (
+from sessions_app.services.compacting.offloading import offload_session
+from sessions_app.services.compacting.session_compaction import compact_session
+from sessions_app.services.context.runtime import (
     check,
     context_json,
     context_payload,
     runtime_messages,
 )
-from sessions_app.services.offloading import offload_session
-from sessions_app.services.session_compaction import compact_session
 from tests.support.histories import assistant, tool_call, tool_results, user
 
 pytestmark = pytest.mark.django_db

@@ -22,16 +22,16 @@ from django.test.utils import CaptureQueriesContext
 
 from compaction import ScriptedSummarizer
 from sessions_app.models import Session
-from sessions_app.services import context_store
-from sessions_app.services import context_text as context_text_module
-from sessions_app.services.context import Format, context_body, context_payload
-from sessions_app.services.context_text import clear_cache
+from sessions_app.services.compacting.offloading import offload_session
+from sessions_app.services.compacting.reverting import revert_compaction
+from sessions_app.services.compacting.session_compaction import compact_session
+from sessions_app.services.context import store as context_store
+from sessions_app.services.context import text as context_text_module
+from sessions_app.services.context.runtime import Format, context_body, context_payload
+from sessions_app.services.context.text import clear_cache
 from sessions_app.services.importing import import_file
-from sessions_app.services.offloading import offload_session
-from sessions_app.services.proxying import record_answer
-from sessions_app.services.reverting import revert_compaction
-from sessions_app.services.session_compaction import compact_session
-from sessions_app.services.sessions import append_messages
+from sessions_app.services.proxying.turns import record_answer
+from sessions_app.services.sessions.lifecycle import append_messages
 from tests.sessions_app.transcripts import (
     boundary,
     cc_assistant,

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from sessions_app.models import Session
-from sessions_app.services import context_openai
-from sessions_app.services import context_text as context_text_module
-from sessions_app.services import sessions as sessions_module
-from sessions_app.services.context import context_body, context_payload
-from sessions_app.services.context_text import clear_cache
-from sessions_app.services.sessions import append_messages
+from sessions_app.services.context import openai as context_openai
+from sessions_app.services.context import text as context_text_module
+from sessions_app.services.context.runtime import context_body, context_payload
+from sessions_app.services.context.text import clear_cache
+from sessions_app.services.sessions import lifecycle as sessions_module
+from sessions_app.services.sessions.lifecycle import append_messages
 from tests.support.histories import assistant, exchange, system, tool_call, tool_results, user
 
 pytestmark = pytest.mark.django_db

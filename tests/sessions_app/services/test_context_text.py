@@ -1,4 +1,4 @@
-"""sessions_app.services.context_text: the assembled context JSON, cached per session state.
+"""sessions_app.services.context.text: the assembled context JSON, cached per session state.
 
 A repeated read is served from the cache without reading the entries; every change to the
 entries (append, compaction, revert, offload) makes the next read return the new state,
@@ -17,14 +17,14 @@ from django.test.utils import CaptureQueriesContext
 
 from compaction import ScriptedSummarizer
 from sessions_app.models import Session
-from sessions_app.services import context_store
-from sessions_app.services import context_text as context_text_module
-from sessions_app.services.context import Format, context_body, context_payload
-from sessions_app.services.context_text import clear_cache
-from sessions_app.services.offloading import offload_session
-from sessions_app.services.reverting import revert_compaction
-from sessions_app.services.session_compaction import compact_session
-from sessions_app.services.sessions import append_messages
+from sessions_app.services.compacting.offloading import offload_session
+from sessions_app.services.compacting.reverting import revert_compaction
+from sessions_app.services.compacting.session_compaction import compact_session
+from sessions_app.services.context import store as context_store
+from sessions_app.services.context import text as context_text_module
+from sessions_app.services.context.runtime import Format, context_body, context_payload
+from sessions_app.services.context.text import clear_cache
+from sessions_app.services.sessions.lifecycle import append_messages
 from tests.support.histories import assistant, exchange, user
 
 pytestmark = pytest.mark.django_db
@@ -210,7 +210,7 @@ def test_a_context_larger_than_the_budget_is_served_but_not_kept(
 
 
 def test_the_api_returns_the_cached_bytes(api_client: Any, user: Any, conversation: Any) -> None:
-    from sessions_app.services.sessions import create_session
+    from sessions_app.services.sessions.lifecycle import create_session
 
     session = create_session(user, messages=conversation(3))
     first = api_client.get(f"/api/sessions/{session.pk}/context")

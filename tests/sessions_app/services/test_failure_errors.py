@@ -1,4 +1,4 @@
-"""A failed compaction records its underlying error (services/failure_errors.py)."""
+"""A failed compaction records its underlying error (services/compacting/failure_errors.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from django.core.files.storage import FileSystemStorage
 
 from compaction import FailureCause, ScriptedSummarizer, SummaryError
 from sessions_app.models import Session
-from sessions_app.services.failure_errors import failure_error
-from sessions_app.services.session_compaction import compact_session
+from sessions_app.services.compacting.failure_errors import failure_error
+from sessions_app.services.compacting.session_compaction import compact_session
 
 pytestmark = pytest.mark.django_db
 

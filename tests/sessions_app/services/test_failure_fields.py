@@ -1,7 +1,8 @@
 """A failed summary reaches the app as typed fields, not as text (issue 24 item 3).
 
 The engine's failure carries its status, Retry-After, provider and reason
-(`compaction.FailureCause`, `CompactResult.failure`); services/failure_errors.py reads those
+(`compaction.FailureCause`, `CompactResult.failure`); services/compacting/failure_errors.py reads
+those
 fields and never parses an engine message. Real SDKs against the local fake servers
 (tests/support/): the rows, job and API answers are what they were when the status was
 parsed out of "HTTP 429: ..." text.
@@ -21,10 +22,10 @@ from django.urls import reverse
 
 from compaction import FailureCause, SummaryError
 from sessions_app.models import Compaction, CompactionJob, Session
-from sessions_app.services import jobs
+from sessions_app.services.background import jobs
+from sessions_app.services.compacting.failure_errors import failure_error
+from sessions_app.services.compacting.session_compaction import compact_session
 from sessions_app.services.errors import Unavailable, engine_error
-from sessions_app.services.failure_errors import failure_error
-from sessions_app.services.session_compaction import compact_session
 from tests.support.fake_anthropic import FakeAnthropic, Reply
 
 if TYPE_CHECKING:
@@ -35,7 +36,9 @@ pytestmark = pytest.mark.django_db
 
 #: The SDK's message of an error answer (anthropic.APIStatusError.message).
 API_ERROR = "Error code: {} - {{'type': 'error', 'error': {{'type': '{}', 'message': '{}'}}}}"
-FAILURE_ERRORS = Path(__file__).parents[3] / "sessions_app" / "services" / "failure_errors.py"
+FAILURE_ERRORS = (
+    Path(__file__).parents[3] / "sessions_app" / "services" / "compacting" / "failure_errors.py"
+)
 
 
 @pytest.fixture

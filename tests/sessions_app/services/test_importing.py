@@ -10,12 +10,12 @@ from django.core.files.storage import default_storage
 
 from compaction import SUMMARY_KEY, validate_messages
 from sessions_app.models import Compaction, ContextEntry, Message, Session
-from sessions_app.services.context import runtime_messages
+from sessions_app.services.compacting.reverting import revert_compaction
+from sessions_app.services.compacting.session_compaction import compact_session
+from sessions_app.services.context.runtime import runtime_messages
 from sessions_app.services.errors import InvalidInput
 from sessions_app.services.importing import import_file
-from sessions_app.services.reverting import revert_compaction
-from sessions_app.services.session_compaction import compact_session
-from sessions_app.services.session_state import recounted
+from sessions_app.services.sessions.state import recounted
 from tests.sessions_app import samples
 from tests.sessions_app.samples import EXPECTED, WORKTREES
 from tests.sessions_app.transcripts import (

@@ -13,9 +13,7 @@ from django_tasks_db.models import DBTaskResult
 
 from compaction import CompactionEvent, SummaryError
 from sessions_app.models import CompactionJob, Session
-from sessions_app.services import writeback
-from sessions_app.services.errors import Conflict
-from sessions_app.services.jobs import (
+from sessions_app.services.background.jobs import (
     MAX_ATTEMPTS,
     Heartbeat,
     _EventRecorder,
@@ -24,7 +22,9 @@ from sessions_app.services.jobs import (
     run_compaction_job,
     run_job,
 )
-from sessions_app.services.session_compaction import compact_session
+from sessions_app.services.compacting import writeback
+from sessions_app.services.compacting.session_compaction import compact_session
+from sessions_app.services.errors import Conflict
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def test_enqueue_creates_the_job_and_its_task(session: Session) -> None:
     }
     task = DBTaskResult.objects.get(id=job.task_id)
     assert task.status == "READY"
-    assert task.task_path == "sessions_app.services.jobs.run_compaction_job"
+    assert task.task_path == "sessions_app.services.background.jobs.run_compaction_job"
     assert task.args_kwargs["args"] == [str(job.pk)]
 
 
@@ -87,7 +87,9 @@ def test_an_unexpected_error_fails_the_job(session: Session, monkeypatch: Any) -
     def explode(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("sessions_app.services.session_compaction.compact_messages", explode)
+    monkeypatch.setattr(
+        "sessions_app.services.compacting.session_compaction.compact_messages", explode
+    )
     job = enqueue_compaction(session, params={})
     outcome = run_job(str(job.pk))
     job.refresh_from_db()
@@ -118,7 +120,7 @@ def _conflicting(monkeypatch: Any) -> None:
     def conflict(*args: Any, **kwargs: Any) -> Any:
         raise Conflict("another compaction committed first")
 
-    monkeypatch.setattr("sessions_app.services.jobs.compact_session", conflict)
+    monkeypatch.setattr("sessions_app.services.background.jobs.compact_session", conflict)
 
 
 @pytest.mark.django_db
@@ -214,7 +216,7 @@ def test_an_automatic_job_queued_again_starts_no_cooldown(
     def broken(*args: Any, **kwargs: Any) -> None:
         raise DatabaseError("simulated: connection lost during commit")
 
-    monkeypatch.setattr(writeback, "refresh_session_totals", broken)
+    monkeypatch.setattr(writeback, "save_entry_counters", broken)
     job = enqueue_compaction(session, params={"trigger": "auto"})
     run_job(str(job.pk))
     job.refresh_from_db()
@@ -265,7 +267,7 @@ def test_a_run_whose_job_was_reaped_and_requeued_does_not_overwrite_it(
         )
         return compact_session(*args, **kwargs)
 
-    monkeypatch.setattr("sessions_app.services.jobs.compact_session", reaped_meanwhile)
+    monkeypatch.setattr("sessions_app.services.background.jobs.compact_session", reaped_meanwhile)
     result = run_job(str(job.pk))
     job.refresh_from_db()
     assert result.status == "lost"

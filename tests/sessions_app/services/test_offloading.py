@@ -1,4 +1,5 @@
-"""sessions_app.services.offloading: large tool results to files, context entries only."""
+"""sessions_app.services.compacting.offloading: large tool results to files, context entries
+only."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from django.core.files.storage import default_storage
 
 from compaction.offload import offload_reference
 from sessions_app.models import Compaction, ContextEntry, Message
-from sessions_app.services.context import runtime_messages
+from sessions_app.services.compacting.offloading import offload_session
+from sessions_app.services.compacting.reverting import revert_compaction
+from sessions_app.services.context.runtime import runtime_messages
 from sessions_app.services.errors import Conflict
-from sessions_app.services.offloading import offload_session
-from sessions_app.services.reverting import revert_compaction
 from tests.support.histories import assistant, exchange, user
 
 pytestmark = pytest.mark.django_db
@@ -104,7 +105,7 @@ def test_undoing_an_offload_restores_the_results_exactly(make_session: Any) -> N
 def test_an_offload_that_cannot_commit_leaves_no_file_behind(
     make_session: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sessions_app.services import offloading
+    from sessions_app.services.compacting import offloading
 
     session = make_session(messages=[user("go"), *exchange("t1", result=BIG), assistant("ok")])
     original = runtime_messages(session)

@@ -19,8 +19,8 @@ from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from sessions_app.models import CompactionJob, Session
-from sessions_app.services import jobs
-from sessions_app.services.jobs import queue_compaction
+from sessions_app.services.background import jobs
+from sessions_app.services.background.jobs import queue_compaction
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,4 +1,4 @@
-"""sessions_app.services.policies: profiles read fresh, policies, summarizer choice."""
+"""sessions_app.services.sessions.policies: profiles read fresh, policies, summarizer choice."""
 
 from __future__ import annotations
 
@@ -15,7 +15,12 @@ from compaction import (
 )
 from sessions_app.models import CompactionProfile, SummarizerConfig
 from sessions_app.services.errors import InvalidInput, Unavailable
-from sessions_app.services.policies import policy_for, profile_for, summarizer_for, summary_model
+from sessions_app.services.sessions.policies import (
+    policy_for,
+    profile_for,
+    summarizer_for,
+    summary_model,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -99,7 +104,7 @@ def test_anthropic_without_a_model_is_invalid_input(settings: Any, make_profile:
 def test_an_api_compaction_through_the_anthropic_summarizer(
     settings: Any, make_session: Any, make_profile: Any, conversation: Any
 ) -> None:
-    from sessions_app.services.session_compaction import compact_session
+    from sessions_app.services.compacting.session_compaction import compact_session
     from tests.support.fake_anthropic import FakeAnthropic, Reply
 
     with FakeAnthropic() as fake:
@@ -320,7 +325,7 @@ def test_a_custom_class_that_stopped_working_is_unavailable(
 def test_a_missing_key_stops_a_compaction_before_anything_is_written(
     make_session: Any, make_profile: Any, conversation: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sessions_app.services.session_compaction import compact_session
+    from sessions_app.services.compacting.session_compaction import compact_session
 
     monkeypatch.delenv("CTXWEB_SUMMARY_KEY_FAST", raising=False)
     profile = configured(
@@ -339,7 +344,7 @@ def test_a_compaction_through_an_openai_config_and_the_real_sdk(
     conversation: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from sessions_app.services.session_compaction import compact_session
+    from sessions_app.services.compacting.session_compaction import compact_session
     from tests.support.fake_openai import ChatReply
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

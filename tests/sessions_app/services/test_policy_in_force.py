@@ -1,4 +1,4 @@
-"""Compaction records keep the limits in force when they ran (services/writeback.py
+"""Compaction records keep the limits in force when they ran (services/compacting/writeback.py
 `policy_in_force`, filled by commit_context and record_failure)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 
 from compaction import ScriptedSummarizer, SummaryError
 from sessions_app.models import CompactionProfile, Session
-from sessions_app.services.policies import policy_for
-from sessions_app.services.session_compaction import compact_session
-from sessions_app.services.writeback import policy_in_force
+from sessions_app.services.compacting.session_compaction import compact_session
+from sessions_app.services.compacting.writeback import policy_in_force
+from sessions_app.services.sessions.policies import policy_for
 
 pytestmark = pytest.mark.django_db
 

@@ -20,8 +20,8 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from sessions_app.models import CompactionJob, Session
-from sessions_app.services.jobs import enqueue_compaction
-from sessions_app.services.reaper import reap_stale_jobs
+from sessions_app.services.background.jobs import enqueue_compaction
+from sessions_app.services.background.reaper import reap_stale_jobs
 from tests.sessions_app.reaper_scenario import MARKER
 from tests.support import postgres
 
@@ -176,6 +176,6 @@ def test_a_worker_killed_mid_job_is_reaped_and_the_job_rerun(tmp_path: Path) -> 
     assert "worker_lost" in final["phases"]
     assert final["phases"][-1] == "done"
     assert sorted(final["tasks"].values()) == ["FAILED", "SUCCESSFUL"]
-    assert "sessions_app.services.jobs.WorkerLost" in final["task_errors"]
+    assert "sessions_app.services.background.jobs.WorkerLost" in final["task_errors"]
     assert final["compactions"] == [[1, "succeeded"]]
     assert final["compaction"] == 1

@@ -1,4 +1,5 @@
-"""sessions_app.services.session_compaction: commit, archive, parents, dry run, failures, revert."""
+"""sessions_app.services.compacting.session_compaction: commit, archive, parents, dry run,
+failures, revert."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ from django.db import DatabaseError
 from compaction import ScriptedSummarizer, SummaryError, validate_messages
 from compaction.messages import is_summary_message, message_text
 from sessions_app.models import Compaction, ContextEntry, Message, Session
-from sessions_app.services.context import runtime_messages
+from sessions_app.services.compacting.reverting import revert_compaction
+from sessions_app.services.compacting.session_compaction import compact_session
+from sessions_app.services.context.runtime import runtime_messages
 from sessions_app.services.errors import Conflict, NotFound
-from sessions_app.services.reverting import revert_compaction
-from sessions_app.services.session_compaction import compact_session
 
 pytestmark = pytest.mark.django_db
 
@@ -134,7 +135,7 @@ def test_the_archive_holds_the_exact_replaced_entries(session: Session) -> None:
 
 def test_a_second_compaction_absorbs_the_first_and_becomes_its_parent(session: Session) -> None:
     first = compact_session(session, summarizer=ScriptedSummarizer(default=SUMMARY)).compaction
-    from sessions_app.services.sessions import append_messages
+    from sessions_app.services.sessions.lifecycle import append_messages
     from tests.support.histories import assistant, user
 
     append_messages(
@@ -240,7 +241,7 @@ def test_nothing_to_compact_stores_nothing(make_session: Any) -> None:
 def test_a_pending_tool_call_stays_last_and_the_rest_is_compacted(
     session: Session,
 ) -> None:
-    from sessions_app.services.sessions import append_messages
+    from sessions_app.services.sessions.lifecycle import append_messages
     from tests.support.histories import tool_call, user
 
     append_messages(session, [user("read the file"), tool_call("pending-1")])
@@ -263,7 +264,7 @@ def test_revert_restores_the_entries_exactly(session: Session) -> None:
 
 
 def test_only_the_newest_compaction_over_a_region_can_be_reverted(session: Session) -> None:
-    from sessions_app.services.sessions import append_messages
+    from sessions_app.services.sessions.lifecycle import append_messages
     from tests.support.histories import assistant, user
 
     first = compact_session(session, summarizer=ScriptedSummarizer(default=SUMMARY)).compaction

@@ -1,4 +1,4 @@
-"""A session's counters and caches have one writer (services/session_state.py).
+"""A session's counters and caches have one writer (services/sessions/state.py).
 
 An import's merge that rewrites a message in place changes existing context entries like a
 compaction does: the stored context response is rebuilt once it commits and `last_usage`,
@@ -29,17 +29,17 @@ from hypothesis import strategies as st
 
 from compaction import ScriptedSummarizer
 from sessions_app.models import Compaction, ContextEntry, Message, Session
-from sessions_app.services import context_store
-from sessions_app.services import context_text as context_text_module
-from sessions_app.services.context import Format, context_body
-from sessions_app.services.context_text import clear_cache
+from sessions_app.services.compacting.offloading import offload_session
+from sessions_app.services.compacting.reverting import revert_compaction
+from sessions_app.services.compacting.session_compaction import compact_session
+from sessions_app.services.context import store as context_store
+from sessions_app.services.context import text as context_text_module
+from sessions_app.services.context.runtime import Format, context_body
+from sessions_app.services.context.text import clear_cache
 from sessions_app.services.errors import Conflict
 from sessions_app.services.importing import import_file
-from sessions_app.services.offloading import offload_session
-from sessions_app.services.proxying import record_answer
-from sessions_app.services.reverting import revert_compaction
-from sessions_app.services.session_compaction import compact_session
-from sessions_app.services.sessions import append_messages, create_session, delete_session
+from sessions_app.services.proxying.turns import record_answer
+from sessions_app.services.sessions.lifecycle import append_messages, create_session, delete_session
 from tests.sessions_app.transcripts import (
     boundary,
     cc_assistant,
@@ -116,8 +116,8 @@ COUNTERS = {
     "last_usage",
 }
 #: Besides the owner: the duplicate merge of migration 0014, which works on the migration's
-#: historical models and so keeps its own copy of the rules (services/dedupe.py).
-OWNERS = {"session_state.py", "dedupe.py"}
+#: historical models and so keeps its own copy of the rules (services/importing/dedupe.py).
+OWNERS = {"services/sessions/state.py", "services/importing/dedupe.py"}
 
 
 def _writes_counter(node: ast.AST) -> bool:
@@ -149,10 +149,10 @@ def test_only_the_owner_writes_the_counters() -> None:
     found = [
         place
         for path in sorted(app.rglob("*.py"))
-        if "migrations" not in path.parts and path.name not in OWNERS
+        if "migrations" not in path.parts and path.relative_to(app).as_posix() not in OWNERS
         for place in _counter_writes(path)
     ]
-    assert found == [], "write them through services/session_state.advance"
+    assert found == [], "write them through services/sessions/state.advance"
 
 
 # The property test ---------------------------------------------------------------------

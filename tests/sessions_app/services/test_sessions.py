@@ -1,4 +1,5 @@
-"""sessions_app.services.sessions: create, append (validation, token counts), delete, isolation."""
+"""sessions_app.services.sessions.lifecycle: create, append (validation, token counts), delete,
+isolation."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from compaction import message_token_counts
 from sessions_app.models import ContextEntry, Message, Session
 from sessions_app.services.errors import InvalidInput, VersionConflict
-from sessions_app.services.sessions import (
+from sessions_app.services.sessions.lifecycle import (
     append_messages,
     create_session,
     delete_session,
@@ -152,8 +153,8 @@ def test_delete_session_reads_the_archives_after_locking_the_session(
 
 
 def test_delete_session_removes_its_stored_context_responses(user: Any, conversation: Any) -> None:
-    from sessions_app.services import context_store
-    from sessions_app.services.context import context_body
+    from sessions_app.services.context import store as context_store
+    from sessions_app.services.context.runtime import context_body
 
     session = create_session(user, messages=conversation(2))
     context_body(session)

@@ -1,10 +1,11 @@
-"""sessions_app.services.sized_cache: an LRU cache bounded by the total size of its values."""
+"""sessions_app.services.context.sized_cache: an LRU cache bounded by the total size of its
+values."""
 
 from __future__ import annotations
 
 import threading
 
-from sessions_app.services.sized_cache import SizedCache
+from sessions_app.services.context.sized_cache import SizedCache
 
 
 def make(budget: list[int]) -> SizedCache[bytes]:

@@ -1,4 +1,5 @@
-"""services/threshold.py: one answer to "is this session over its threshold?" (issue 24 item 1).
+"""services/sessions/threshold.py: one answer to "is this session over its threshold?" (issue 24
+item 1).
 
 The page's gauge, the list's usage bar, the API's session answer and the pre-call check all
 say what the engine's `Policy.over_threshold` says, the profile's `safety_factor` and
@@ -20,9 +21,9 @@ from django.urls import reverse
 
 from sessions_app.api.serializers import session_dict
 from sessions_app.models import CompactionProfile, Session
-from sessions_app.services.context import check
-from sessions_app.services.policies import policy_for
-from sessions_app.services.threshold import (
+from sessions_app.services.context.runtime import check
+from sessions_app.services.sessions.policies import policy_for
+from sessions_app.services.sessions.threshold import (
     reserved_over_threshold,
     session_standing,
     shown_standing,
@@ -33,7 +34,7 @@ from sessions_app.views.session_detail import overview_context
 ROOT: Final = Path(__file__).resolve().parents[3]
 APP: Final = ROOT / "sessions_app"
 #: The owner of the rule, and the engine's Policy it asks.
-OWNERS: Final = {APP / "services" / "threshold.py"}
+OWNERS: Final = {APP / "services" / "sessions" / "threshold.py"}
 #: Attributes that hold a threshold or a limit, and the Policy methods that decide with them.
 LIMIT_ATTRIBUTES: Final = {"threshold", "context_limit", "hard_limit", "effective_hard_limit"}
 DECIDING_METHODS: Final = {"over_threshold", "over_hard_limit", "scaled"}
@@ -165,7 +166,7 @@ def decisions_outside_the_owner(path: Path, root: Path = ROOT) -> list[str]:
 def test_no_module_but_the_owner_decides_over_a_threshold() -> None:
     sources = sorted(p for p in APP.rglob("*.py") if "migrations" not in p.parts)
     found = [line for p in sources if p not in OWNERS for line in decisions_outside_the_owner(p)]
-    assert found == [], "ask services/threshold.py instead:\n" + "\n".join(found)
+    assert found == [], "ask services/sessions/threshold.py instead:\n" + "\n".join(found)
 
 
 def test_the_walk_finds_the_shapes_it_forbids(tmp_path: Path) -> None:

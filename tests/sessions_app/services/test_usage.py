@@ -1,8 +1,8 @@
-"""sessions_app.services.usage: the usage a session keeps from its model's last call."""
+"""sessions_app.services.sessions.usage: the usage a session keeps from its model's last call."""
 
 from __future__ import annotations
 
-from sessions_app.services.usage import reported_usage, same_usage
+from sessions_app.services.sessions.usage import reported_usage, same_usage
 from tests.support.histories import assistant, user
 
 

@@ -11,9 +11,9 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from sessions_app.models import Compaction, Message, Session
-from sessions_app.services.context import runtime_messages
+from sessions_app.services.context.runtime import runtime_messages
 from sessions_app.services.importing import import_file
-from sessions_app.services.watching import Watcher, sync_file
+from sessions_app.services.importing.watching import Watcher, sync_file
 from tests.sessions_app import samples
 from tests.sessions_app.samples import WORKTREES
 from tests.sessions_app.transcripts import (

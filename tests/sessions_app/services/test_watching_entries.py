@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from sessions_app.models import Session
-from sessions_app.services import watching
-from sessions_app.services.watching import Watcher
+from sessions_app.services.importing import watching
+from sessions_app.services.importing.watching import Watcher
 from tests.sessions_app.transcripts import SESSION, cc_assistant, cc_user, jsonl, text
 
 pytestmark = pytest.mark.django_db

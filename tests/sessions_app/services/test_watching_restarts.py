@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from sessions_app.models import Message, Session
-from sessions_app.services.watching import Watcher
+from sessions_app.services.importing.watching import Watcher
 from tests.sessions_app import samples
 from tests.sessions_app.transcripts import cc_assistant, cc_user, jsonl, text
 from tests.support.replay import describe, import_once

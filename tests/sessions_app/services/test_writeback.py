@@ -1,4 +1,5 @@
-"""sessions_app.services.writeback: snapshots, the optimistic commit, failures recorded."""
+"""sessions_app.services.compacting.writeback: snapshots, the optimistic commit, failures
+recorded."""
 
 from __future__ import annotations
 
@@ -8,14 +9,14 @@ import pytest
 from django.core.files.storage import default_storage
 
 from sessions_app.models import Compaction, ContextEntry, Session
-from sessions_app.services.archives import read_archive
-from sessions_app.services.errors import Conflict, InvariantError, ServiceError
-from sessions_app.services.failed_attempts import record_failure
-from sessions_app.services.writeback import (
+from sessions_app.services.compacting.archives import read_archive
+from sessions_app.services.compacting.failed_attempts import record_failure
+from sessions_app.services.compacting.writeback import (
     CommitMeta,
     commit_context,
     take_snapshot,
 )
+from sessions_app.services.errors import Conflict, InvariantError, ServiceError
 
 pytestmark = pytest.mark.django_db
 

@@ -10,9 +10,9 @@ import pytest
 
 from compaction.messages import make_summary_message
 from sessions_app.models import Compaction, ContextEntry, Session
-from sessions_app.services.offloading import offload_session
-from sessions_app.services.sessions import create_session
-from sessions_app.services.threshold import shown_standing
+from sessions_app.services.compacting.offloading import offload_session
+from sessions_app.services.sessions.lifecycle import create_session
+from sessions_app.services.sessions.threshold import shown_standing
 from sessions_app.viewmodels.blocks import build_message_views, key_argument, offloaded_path
 from sessions_app.viewmodels.compare import compare_view
 from sessions_app.viewmodels.gauge import GRID_CELLS, context_gauge

@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from sessions_app.models import Compaction, CompactionJob, ContextEntry, Session
-from sessions_app.services.sessions import create_session
+from sessions_app.services.sessions.lifecycle import create_session
 from tests.sessions_app import samples
 from tests.support.histories import exchange, system
 from tests.support.histories import user as user_message

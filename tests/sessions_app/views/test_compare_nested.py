@@ -17,8 +17,8 @@ from django.urls import reverse
 
 from compaction import ScriptedSummarizer
 from sessions_app.models import Compaction, Session
-from sessions_app.services.session_compaction import compact_session
-from sessions_app.services.sessions import append_messages, create_session
+from sessions_app.services.compacting.session_compaction import compact_session
+from sessions_app.services.sessions.lifecycle import append_messages, create_session
 from sessions_app.viewmodels.blocks import TEXT_PREVIEW_CHARS
 from tests.support.histories import synthetic_history
 

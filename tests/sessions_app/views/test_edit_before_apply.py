@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from sessions_app.models import Compaction
-from sessions_app.services.session_compaction import CALLER_SUMMARIZER
+from sessions_app.services.compacting.session_compaction import CALLER_SUMMARIZER
 
 if TYPE_CHECKING:
     from tests.sessions_app.conftest_ui import UiSession

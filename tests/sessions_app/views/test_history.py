@@ -10,9 +10,9 @@ from django.test import Client
 from django.urls import reverse
 
 from sessions_app.models import Compaction
-from sessions_app.services.offloading import offload_session
-from sessions_app.services.reverting import revert_compaction
-from sessions_app.services.sessions import create_session
+from sessions_app.services.compacting.offloading import offload_session
+from sessions_app.services.compacting.reverting import revert_compaction
+from sessions_app.services.sessions.lifecycle import create_session
 from sessions_app.viewmodels.history import PAGE_SIZE, MarkerTree, history_window
 from tests.support.histories import assistant, exchange, system
 from tests.support.histories import user as user_message
@@ -87,7 +87,7 @@ def test_window_keeps_tool_call_with_result_at_the_edge(user: Any) -> None:
 def test_every_top_level_marker_shows_with_gaps_between(
     ui_session: UiSession, logged_in: Client, ui: Any
 ) -> None:
-    from sessions_app.services.sessions import append_messages
+    from sessions_app.services.sessions.lifecycle import append_messages
 
     append_messages(ui_session.session, long_history(20)[1:])  # 80 more messages
     html = logged_in.get(reverse("ui:session", args=[ui_session.session.pk])).content.decode()

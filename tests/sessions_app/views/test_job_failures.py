@@ -11,8 +11,8 @@ from django.urls import reverse
 
 from compaction import SummaryError
 from sessions_app.models import Compaction, CompactionJob
-from sessions_app.services.session_compaction import compact_session
-from sessions_app.services.threshold import shown_standing
+from sessions_app.services.compacting.session_compaction import compact_session
+from sessions_app.services.sessions.threshold import shown_standing
 from sessions_app.viewmodels.jobs import failed_phase, job_outcome, job_phases
 from sessions_app.viewmodels.limits import Limits
 from sessions_app.viewmodels.timeline import token_timeline

@@ -15,8 +15,8 @@ from django.urls import reverse
 
 from compaction import ScriptedSummarizer
 from sessions_app.models import Session
-from sessions_app.services.session_compaction import compact_session
-from sessions_app.services.sessions import append_messages, create_session
+from sessions_app.services.compacting.session_compaction import compact_session
+from sessions_app.services.sessions.lifecycle import append_messages, create_session
 from sessions_app.viewmodels.blocks import usage_view
 from tests.support.histories import assistant, exchange, tool_call, tool_results
 from tests.support.histories import user as say

@@ -10,8 +10,8 @@ from django.test import Client
 from django.urls import reverse
 
 from sessions_app.models import Compaction, Session
-from sessions_app.services.context import runtime_messages
-from sessions_app.services.sessions import create_session
+from sessions_app.services.context.runtime import runtime_messages
+from sessions_app.services.sessions.lifecycle import create_session
 from tests.support.histories import exchange, system
 from tests.support.histories import user as user_message
 

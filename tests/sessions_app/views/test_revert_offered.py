@@ -1,5 +1,6 @@
 """The pages offer a revert (or Undo offload) exactly where the revert service allows one
-(services/reverting.revert_refusal): never a button that ends in a 409 (issue 24 item 5)."""
+(services/compacting/reverting.revert_refusal): never a button that ends in a 409 (issue 24 item
+5)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ from django.urls import reverse
 
 from compaction import ScriptedSummarizer
 from sessions_app.models import Compaction, Session
+from sessions_app.services.compacting.offloading import offload_session
+from sessions_app.services.compacting.reverting import revert_compaction
+from sessions_app.services.compacting.session_compaction import compact_session
 from sessions_app.services.errors import Conflict
-from sessions_app.services.offloading import offload_session
-from sessions_app.services.reverting import revert_compaction
-from sessions_app.services.session_compaction import compact_session
-from sessions_app.services.sessions import create_session
+from sessions_app.services.sessions.lifecycle import create_session
 from tests.support.histories import assistant, exchange, system, user
 
 pytest_plugins = ["tests.sessions_app.conftest_ui"]

@@ -1,0 +1,1 @@
+"""Background runs and their upkeep: jobs, the reaper, worker heartbeats, cooldown, health."""
