@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from compaction.messages import make_summary_message
+from compaction import make_summary_message
 from sessions_app.models import Compaction, ContextEntry, Session
 from sessions_app.services.compacting.offloading import offload_session
 from sessions_app.services.sessions.lifecycle import create_session
