@@ -16,7 +16,7 @@ CLAUDE_CODE_OLDER_VERSION := 2.1.328
 CLAUDE_CODE_VERSIONS := $(CLAUDE_CODE_VERSION) $(CLAUDE_CODE_OLDER_VERSION)
 PG_URL ?= postgresql://postgres@127.0.0.1:5432
 
-.PHONY: install run test lint typecheck pytest pytest-postgres chromium claude-code bench bench-smoke clean
+.PHONY: install run dev test lint typecheck pytest pytest-postgres chromium claude-code bench bench-smoke clean
 
 install: $(STAMP)
 
@@ -58,6 +58,11 @@ run: install
 	@trap 'kill 0' EXIT INT TERM; \
 	$(BIN)/python manage.py db_worker & \
 	$(BIN)/python manage.py devserver $(HOST):$(PORT)
+
+# `make run` with Django's technical error pages (URL patterns, tracebacks) instead of the
+# app's own 404/500 pages: for whoever debugs the app itself, never for trying it.
+dev: export CTXWEB_DEBUG_PAGES = 1
+dev: run
 
 lint: install
 	$(BIN)/ruff check .

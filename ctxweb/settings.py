@@ -61,6 +61,8 @@ DATA_DIR = Path(os.environ.get("CTXWEB_DATA_DIR", BASE_DIR / "var")).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("DJANGO_DEBUG", True)
+# Django's technical 404/500 pages with DEBUG on (`make dev`); otherwise the app's own pages.
+CTXWEB_DEBUG_PAGES = env_bool("CTXWEB_DEBUG_PAGES", False)
 _DEV_SECRET = "django-insecure-ctxweb-local-development-key-change-me-in-production"
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", _DEV_SECRET if DEBUG else "")
 if not SECRET_KEY:
@@ -99,6 +101,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Innermost: the app's own 404/500 pages with DEBUG on too (sessions_app/views/error_pages.py).
+    "sessions_app.views.error_pages.AppErrorPagesMiddleware",
 ]
 
 ROOT_URLCONF = "ctxweb.urls"
