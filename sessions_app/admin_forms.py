@@ -224,12 +224,17 @@ class CompactionProfileForm(forms.ModelForm):  # type: ignore[type-arg]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # A new profile starts from the `balanced` preset (the replaced fields lost the
+        # model's defaults, and a blank required ratio is an error).
+        balanced = Policy.preset("balanced") if self.instance.pk is None else None
         for name, open_low in RATIO_FIELDS.items():
             self.fields[name] = PercentField(
                 open_low=open_low,
                 label=RATIO_LABELS[name],
                 help_text=HELP_TEXTS[name],
             )
+            if balanced is not None and name not in self.initial:
+                self.initial[name] = getattr(balanced, name)
         # An empty chain means the engine's default one: show the steps that actually run.
         if not self.initial.get("steps"):
             self.initial["steps"] = list(Policy().steps)

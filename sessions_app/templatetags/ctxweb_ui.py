@@ -84,6 +84,32 @@ def change(before: Any, after: Any) -> str:
 
 
 @register.filter
+def token_change(before: Any, after: Any) -> str:
+    """The signed change in tokens from `before` to `after`: '\u2212450', '+1.2k', '±0'.
+
+    A fall (a saving) takes a true minus (U+2212), a growth a plus: the sign follows the
+    direction, never a fixed minus before a difference. Empty when either is not a number.
+    """
+    try:
+        first, last = float(before), float(after)
+    except (TypeError, ValueError):
+        return ""
+    if last == first:
+        return "\u00b10"
+    return f"{'+' if last > first else MINUS}{short_tokens(abs(last - first))}"
+
+
+@register.filter
+def change_class(before: Any, after: Any) -> str:
+    """The CSS class of a change from `before` to `after`: 'growth' when it grew, else
+    'saving' (an unchanged figure is drawn as no saving, not as a growth)."""
+    try:
+        return "growth" if float(after) > float(before) else "saving"
+    except (TypeError, ValueError):
+        return ""
+
+
+@register.filter
 def counted(value: Any, noun: str) -> str:
     """A count with its noun, singular for one: '1 message', '3 messages'.
 

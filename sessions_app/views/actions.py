@@ -27,7 +27,11 @@ from sessions_app.services.background import jobs
 from sessions_app.services.compacting.failure_errors import failure_error
 from sessions_app.services.compacting.offloading import offload_session
 from sessions_app.services.compacting.reverting import revert_compaction
-from sessions_app.services.compacting.session_compaction import CompactionOutcome, compact_session
+from sessions_app.services.compacting.session_compaction import (
+    CompactionOutcome,
+    CompactionPreview,
+    compact_session,
+)
 from sessions_app.services.errors import InvalidInput
 from sessions_app.viewmodels.blocks import MessageView, build_message_views
 from sessions_app.viewmodels.jobs import job_phases, job_view
@@ -143,6 +147,10 @@ def compact_preview(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse
     context = {
         "session": session,
         "preview": preview,
+        "ran_steps": [s for s in preview.steps if s["ran"]] if preview else [],
+        # Steps that changed the context besides the summary: a written summary skips them.
+        "other_steps": _other_steps(preview),
+        "earlier": _earlier_prediction(request, params, preview),
         "rows": _preview_rows(session, ids),
         "hidden_rows": max(0, len(ids) - PREVIEW_ROWS),
         "params": params,
@@ -151,6 +159,37 @@ def compact_preview(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse
         "max_summary": MAX_SUMMARY,
     }
     return render(request, f"{ACTIONS}#preview", context)
+
+
+def _other_steps(preview: CompactionPreview | None) -> list[str]:
+    """The steps of `preview` that changed the context, the summary step excepted."""
+    if preview is None:
+        return []
+    return [
+        s["step"] for s in preview.steps if s["ran"] and s["changed"] and s["step"] != "summary"
+    ]
+
+
+def _earlier_prediction(
+    request: HttpRequest, params: dict[str, Any], preview: CompactionPreview | None
+) -> dict[str, Any] | None:
+    """What the preview before this one predicted, when this one re-predicts a summary the
+    person wrote or edited: its tokens after and the steps it ran besides the summary.
+
+    Posted back by the preview (`earlier_tokens`, `earlier_steps`) so that the new figure
+    can say why it differs: a written summary replaces the middle through the summary step
+    alone (services/compacting/session_compaction.py), so pruning or offloading predicted
+    with the profile's summarizer does not run."""
+    raw = request.POST.get("earlier_tokens", "")
+    if "summary" not in params or preview is None or not raw.isdigit() or len(raw) > 12:
+        return None
+    steps = [s for s in request.POST.get("earlier_steps", "").split(",") if s.isidentifier()]
+    tokens = int(raw)
+    return {
+        "tokens": tokens,
+        "steps": [s for s in steps if s != "summary"],
+        "differs": tokens != preview.predicted_tokens_after,
+    }
 
 
 def _preview_failure(outcome: CompactionOutcome) -> dict[str, Any] | None:
