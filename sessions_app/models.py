@@ -20,12 +20,14 @@ from .api_key import ApiKey as ApiKey  # re-exported: Django finds models throug
 from .compaction_kind import CompactionKind, CompactionQuerySet, KindOfCompaction
 from .importers import import_formats
 from .jsontext import JSONTextField
+from .prepared_compaction import LearnedWindow, PreparedAt, PrepareSettings
+from .prepared_compaction import PreparedCompaction as PreparedCompaction  # re-exported
 from .summarizer_config import SummarizerConfig as SummarizerConfig  # re-exported
 
 _ratio = [MinValueValidator(0.0), MaxValueValidator(1.0)]
 
 
-class CompactionProfile(models.Model):
+class CompactionProfile(PrepareSettings, models.Model):
     """A named policy, editable in the admin; read fresh on every compaction
     (docs/behaviour.md#profiles)."""
 
@@ -170,7 +172,7 @@ class CompactionProfile(models.Model):
         return Policy(name=self.name, **values)
 
 
-class Session(models.Model):
+class Session(LearnedWindow, models.Model):
     """One agent session: its full history, runtime context and compaction points."""
 
     class SourceFormat(models.TextChoices):
@@ -292,7 +294,7 @@ class Message(models.Model):
         return {**self.extra, "role": self.role, "content": self.content}
 
 
-class Compaction(KindOfCompaction, models.Model):
+class Compaction(KindOfCompaction, PreparedAt, models.Model):
     """One compaction point: what it replaced, its summary, its stats and its archive; or
     the record of an offload (`kind`, sessions_app/compaction_kind.py)."""
 
@@ -304,6 +306,7 @@ class Compaction(KindOfCompaction, models.Model):
         API = "api"
         HARD_LIMIT = "hard_limit"
         IMPORTED = "imported"
+        OVERFLOW = "overflow"
 
     class Status(models.TextChoices):
         SUCCEEDED = "succeeded"
