@@ -3,8 +3,10 @@
 A `SummarizerConfig` is edited in the admin and referenced by any number of compaction
 profiles. It stores the provider, the model, the base URL, the *name* of the environment
 variable that holds the API key (never the key itself), max tokens and a timeout; a
-user-defined summarizer is a class named by its dotted path. `clean()` refuses a
-configuration that cannot work, each problem on its field. See docs/summarizers.md.
+user-defined summarizer is a class named by its dotted path; the provider `upstream`
+writes a proxied session's summaries through its conversation's own upstream and key, with
+no URL or key of its own. `clean()` refuses a configuration that cannot work, each problem
+on its field. See docs/summarizers.md.
 
 The variable must be one meant for summary keys (`key_env_allowed`): its name starts with
 `CTXWEB_SUMMARY_KEY_`, or the operator lists it in `CTXWEB_SUMMARY_KEY_ENVS`; the app's own
@@ -137,6 +139,7 @@ class SummarizerConfig(models.Model):
         ANTHROPIC = "anthropic", "Anthropic Messages API (or a compatible server)"
         OPENAI = "openai", "OpenAI Chat Completions (Azure, Ollama, vLLM, OpenRouter...)"
         CUSTOM = "custom", "Custom class (dotted path)"
+        UPSTREAM = "upstream", "The proxied conversation's own upstream and key"
 
     #: Providers that call a model, and so need its name.
     MODEL_PROVIDERS: Final = (Provider.ANTHROPIC, Provider.OPENAI)
@@ -147,7 +150,10 @@ class SummarizerConfig(models.Model):
         max_length=16, choices=Provider.choices, default=Provider.EXTRACTIVE
     )
     model = models.CharField(
-        max_length=200, blank=True, help_text="Required for anthropic and openai, e.g. gpt-4o-mini."
+        max_length=200,
+        blank=True,
+        help_text="Required for anthropic and openai, e.g. gpt-4o-mini; for upstream, empty: "
+        "the conversation's own model.",
     )
     base_url = models.CharField(
         "base URL",
@@ -201,6 +207,7 @@ class SummarizerConfig(models.Model):
             errors["api_key_env"] = KEY_ENV_RULE
         if self.base_url and not _is_http_url(self.base_url):
             errors["base_url"] = "Enter an http:// or https:// URL with a host."
+        errors.update(self._upstream_errors())
         if self.timeout_seconds is not None and not self.timeout_seconds > 0:
             errors["timeout_seconds"] = "Must be more than 0 seconds."
         class_error = self._class_path_error()
@@ -208,6 +215,14 @@ class SummarizerConfig(models.Model):
             errors["class_path"] = class_error
         if errors:
             raise ValidationError(errors)
+
+    def _upstream_errors(self) -> dict[str, str]:
+        """The `upstream` provider's URL and key are the proxy's: none of its own."""
+        if self.provider != self.Provider.UPSTREAM:
+            return {}
+        unused = "Not used by the upstream provider (it uses the proxy's upstream): clear it."
+        fields = {"base_url": self.base_url, "api_key_env": self.api_key_env}
+        return {name: unused for name, value in fields.items() if value.strip()}
 
     def _class_path_error(self) -> str | None:
         if self.provider != self.Provider.CUSTOM:

@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.db import DatabaseError
 from django.http import HttpRequest
 
 from ..auth import active_key, refuse_failed
 from ..models import ApiKey
+from ..services.proxying.upstream import server_credentials
 from .base import Provider
 from .outage import note_failure
 
@@ -50,14 +50,6 @@ def _is_ctxweb_key(value: str) -> bool:
 
 def _shaped(key: str) -> bool:
     return key.startswith(ApiKey.PREFIX)
-
-
-def _server_credentials(provider: Provider) -> dict[str, str]:
-    if provider == "anthropic":
-        key = str(getattr(settings, "CTXWEB_UPSTREAM_ANTHROPIC_API_KEY", "") or "")
-        return {"x-api-key": key} if key else {}
-    key = str(getattr(settings, "CTXWEB_UPSTREAM_OPENAI_API_KEY", "") or "")
-    return {"authorization": f"Bearer {key}"} if key else {}
 
 
 def _own_credentials(headers: Mapping[str, str]) -> dict[str, str]:
@@ -92,7 +84,7 @@ def _presented(request: HttpRequest, provider: Provider) -> tuple[str, dict[str,
     own = _own_credentials(headers)
     if own:
         return _ctxweb_key(headers), own, True
-    return _ctxweb_key(headers), _server_credentials(provider), False
+    return _ctxweb_key(headers), server_credentials(provider), False
 
 
 def unchecked(request: HttpRequest, provider: Provider) -> Caller | None:

@@ -8,6 +8,7 @@ from typing import Final
 import httpx
 from django.conf import settings
 
+from ..services.proxying.upstream import upstream_base
 from .base import Provider
 
 __all__ = ["request_headers", "response_headers", "timeout", "upstream_url"]
@@ -46,17 +47,11 @@ _DROPPED_RESPONSE: Final = frozenset(
         "set-cookie",
     }
 )
-_PATHS: Final = {
-    "anthropic": "CTXWEB_UPSTREAM_ANTHROPIC_URL",
-    "openai": "CTXWEB_UPSTREAM_OPENAI_URL",
-}
-_DEFAULTS: Final = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com"}
 
 
 def upstream_url(provider: Provider, path: str, query: str = "") -> str:
     """The provider's URL for `path` (`/v1/messages`), with the caller's query string."""
-    base = str(getattr(settings, _PATHS[provider], "") or _DEFAULTS[provider]).rstrip("/")
-    return f"{base}{path}{'?' + query if query else ''}"
+    return f"{upstream_base(provider)}{path}{'?' + query if query else ''}"
 
 
 def request_headers(incoming: Mapping[str, str], credentials: Mapping[str, str]) -> dict[str, str]:

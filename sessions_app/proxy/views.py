@@ -18,6 +18,7 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from sessions_app.services.proxying.summaries import ConversationUpstream, summaries_through
 from sessions_app.services.proxying.turns import plan_request
 
 from ..auth import Throttled
@@ -195,7 +196,11 @@ def _planned(
         wanted = proxy_request(
             adapter, conversation, name=_session_name(request), mode=mode, raw=hashes
         )
-        plan = plan_request(caller.user, wanted)
+        # A summary written now goes through the conversation's upstream and key (the
+        # summarizer provider `upstream`, docs/summarizers.md); kept for this call only.
+        upstream = ConversationUpstream(adapter.provider, wanted.model, caller.credentials)
+        with summaries_through(upstream):
+            plan = plan_request(caller.user, wanted)
     except Exception as error:
         note_failure(error)
         logger.exception("proxy: storing or compacting failed; forwarding the request unchanged")

@@ -210,7 +210,7 @@ def _setup(
             raise InvalidInput.field("summary", "must not be empty")
         policy = policy.replace(steps=("summary",))
         summarizer = CallerSummary(summary.strip(), name=CALLER_SUMMARIZER)
-    return chosen, policy, summarizer or summarizer_for(chosen)
+    return chosen, policy, summarizer or summarizer_for(chosen, session)
 
 
 def _commit(

@@ -4,6 +4,9 @@
 A profile's summarizer comes from its summarizer configuration (`SummarizerConfig`,
 docs/summarizers.md) when it has one; else from its `summarizer` choice and the settings
 (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, CTXWEB_SUMMARY_MODEL), as before configurations.
+A configuration of the provider `upstream` writes a proxied session's summaries through its
+conversation's upstream (services/proxying/summaries.py); where it cannot, the profile's
+`summarizer` choice does.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from compaction import (
 )
 from sessions_app.models import CompactionProfile, Session, SummarizerConfig
 from sessions_app.services.errors import InvalidInput, Unavailable, engine_error
+from sessions_app.services.proxying.summaries import upstream_summarizer
 from sessions_app.services.sessions.overhead import session_overhead
 from sessions_app.summarizer_config import (
     constructor_kwargs,
@@ -111,19 +115,23 @@ def profile_encoding(profile: CompactionProfile) -> str:
 def summary_model(profile: CompactionProfile) -> str:
     """The summary model: the configuration's, else the profile's, else CTXWEB_SUMMARY_MODEL."""
     config = _config_of(profile)
-    if config is not None:
+    if config is not None and config.provider != Provider.UPSTREAM:
         return config.model if config.provider != Provider.EXTRACTIVE else ""
+    if config is not None and config.model.strip():
+        return config.model.strip()
     return profile.summary_model or str(getattr(settings, "CTXWEB_SUMMARY_MODEL", "") or "")
 
 
-def summarizer_for(profile: CompactionProfile) -> Summarizer:
-    """The summarizer a profile asks for.
+def summarizer_for(profile: CompactionProfile, session: Session | None = None) -> Summarizer:
+    """The summarizer a profile asks for, for `session` (the one compacted, when known).
 
-    With a summarizer configuration: the one it describes (`_configured`). Without one,
-    the profile's `summarizer` choice: `auto` is AnthropicSummarizer when an API key and a
-    model are configured, else ExtractiveSummarizer. settings.CTXWEB_SUMMARIZER_CLASS (the
-    dotted path of a class or function taking the profile and returning a Summarizer)
-    overrides everything: plug-ins and test fakes use it.
+    With a summarizer configuration: the one it describes (`_configured`); one of the
+    provider `upstream` writes through the conversation's upstream (`_through_upstream`)
+    and, where it cannot, gives way to the profile's `summarizer` choice. That choice:
+    `auto` is AnthropicSummarizer when an API key and a model are configured, else
+    ExtractiveSummarizer. settings.CTXWEB_SUMMARIZER_CLASS (the dotted path of a class or
+    function taking the profile and returning a Summarizer) overrides everything: plug-ins
+    and test fakes use it.
     """
     override = str(getattr(settings, "CTXWEB_SUMMARIZER_CLASS", "") or "")
     if override:
@@ -131,8 +139,17 @@ def summarizer_for(profile: CompactionProfile) -> Summarizer:
         summarizer: Summarizer = factory(profile)
         return summarizer
     config = _config_of(profile)
-    if config is not None:
+    if config is not None and config.provider == Provider.UPSTREAM:
+        through = _through_upstream(config, profile, session)
+        if through is not None:
+            return through
+    elif config is not None:
         return _configured(config, profile)
+    return _chosen(profile)
+
+
+def _chosen(profile: CompactionProfile) -> Summarizer:
+    """The profile's `summarizer` choice, with the settings' key and model."""
     kind = profile.summarizer
     model = summary_model(profile)
     api_key = str(getattr(settings, "ANTHROPIC_API_KEY", "") or "")
@@ -145,6 +162,25 @@ def summarizer_for(profile: CompactionProfile) -> Summarizer:
             model, max_tokens=profile.summary_max_tokens, timeout=profile.summary_timeout_seconds
         )
     return ExtractiveSummarizer()
+
+
+def _through_upstream(
+    config: SummarizerConfig, profile: CompactionProfile, session: Session | None
+) -> Summarizer | None:
+    """The `upstream` configuration's summarizer (its model, else the conversation's);
+    None where no upstream can write it (services/proxying/summaries.py)."""
+    try:
+        return upstream_summarizer(
+            session,
+            model=config.model.strip(),
+            max_tokens=config.max_tokens,
+            timeout=config.timeout_seconds or profile.summary_timeout_seconds,
+        )
+    except Exception as error:  # the provider's SDK not installed, a client it refuses...
+        logger.exception("summarizer configuration %r cannot be used", config.name)
+        raise Unavailable(
+            f"summarizer configuration {config.name!r} cannot be used: {error}"
+        ) from error
 
 
 def _anthropic(model: str, **values: Any) -> AnthropicSummarizer:

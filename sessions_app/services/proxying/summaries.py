@@ -1,0 +1,125 @@
+"""The summarizer provider `upstream`: a proxied session's summaries written through the
+upstream and the key that serve its conversation (docs/summarizers.md#the-upstream-provider).
+
+Inside a proxy request the proxy hands over the conversation's upstream, model and
+credentials (`summaries_through`): a summary written then (the pre-call compaction, a
+compaction that cannot wait) goes where the conversation goes, paid by the key that pays
+for it, the server's or the caller's own. Anywhere else (a background job, the pages, the
+API) no caller's key is at hand: a proxied session's summaries then use the server's
+upstream key, and without one `upstream_summarizer` answers None (the profile's other
+configuration writes them). The credentials live in memory for the request only: never in
+the database, a job's parameters or a log line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from compaction import AnthropicSummarizer, OpenAISummarizer, Summarizer
+from sessions_app.models import Session
+from sessions_app.services.proxying.upstream import (
+    UpstreamProvider,
+    server_credentials,
+    upstream_base,
+)
+
+__all__ = ["ConversationUpstream", "summaries_through", "upstream_summarizer"]
+
+#: The key sent when there is none (an upstream that needs no key): the SDKs insist on one,
+#: and a placeholder keeps them from reading another from the environment.
+_NO_KEY: Final = "no-key"
+_PROVIDERS: Final[dict[str, UpstreamProvider]] = {"anthropic": "anthropic", "openai": "openai"}
+
+
+@dataclass(frozen=True)
+class ConversationUpstream:
+    """Where a conversation goes and with which credential headers (`x-api-key`,
+    `authorization`: as the proxy sends them upstream), and the model it talks to."""
+
+    provider: UpstreamProvider
+    model: str
+    credentials: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+
+_serving: ContextVar[ConversationUpstream | None] = ContextVar(
+    "ctxweb_conversation_upstream", default=None
+)
+
+
+@contextmanager
+def summaries_through(upstream: ConversationUpstream) -> Iterator[None]:
+    """Within the block (one proxy request), summaries of the `upstream` provider are
+    written through `upstream`; afterwards its credentials are forgotten."""
+    token = _serving.set(upstream)
+    try:
+        yield
+    finally:
+        _serving.reset(token)
+
+
+def upstream_summarizer(
+    session: Session | None, *, model: str, max_tokens: int | None, timeout: float
+) -> Summarizer | None:
+    """The summarizer writing through the conversation's upstream, with `model` (empty:
+    the conversation's own); None when there is none to use: not in a proxy request and
+    not a proxied session, no server key outside a request, or no model to ask."""
+    through = _serving.get() or _served_by_server(session)
+    if through is None or not (model or through.model):
+        return None
+    chosen = model or through.model
+    if through.provider == "anthropic":
+        client = _anthropic_client(through.credentials, timeout)
+        return AnthropicSummarizer(chosen, max_tokens=max_tokens, timeout=timeout, client=client)
+    client = _openai_client(through.credentials, timeout)
+    return OpenAISummarizer(chosen, max_tokens=max_tokens, timeout=timeout, client=client)
+
+
+def _served_by_server(session: Session | None) -> ConversationUpstream | None:
+    """Outside a proxy request: a proxied session's upstream with the server's key."""
+    if session is None or not session.proxy_key:
+        return None
+    named = (session.proxy_state or {}).get("provider") or session.source_format
+    provider = _PROVIDERS.get(str(named))
+    if provider is None:
+        return None
+    credentials = server_credentials(provider)
+    if not credentials:
+        return None
+    return ConversationUpstream(provider, session.model, credentials)
+
+
+def _bearer(credentials: Mapping[str, str]) -> str | None:
+    scheme, _, token = str(credentials.get("authorization", "")).strip().partition(" ")
+    return (token.strip() or None) if scheme.lower() == "bearer" else None
+
+
+def _anthropic_client(credentials: Mapping[str, str], timeout: float) -> Any:
+    """An Anthropic SDK client for the upstream with exactly these credentials: the
+    `x-api-key` as its key, a Bearer token (an OAuth login) as its auth token."""
+    import anthropic  # the `anthropic` extra, imported where used
+
+    key = str(credentials.get("x-api-key", "")).strip() or None
+    token = _bearer(credentials)
+    return anthropic.Anthropic(
+        api_key=key or (None if token else _NO_KEY),
+        auth_token=token,
+        base_url=upstream_base("anthropic"),
+        timeout=timeout,
+        max_retries=0,
+    )
+
+
+def _openai_client(credentials: Mapping[str, str], timeout: float) -> Any:
+    """An OpenAI SDK client for the upstream's Chat Completions with the Bearer key."""
+    import openai  # the `openai` extra, imported where used
+
+    return openai.OpenAI(
+        api_key=_bearer(credentials) or _NO_KEY,
+        base_url=f"{upstream_base('openai')}/v1",
+        timeout=timeout,
+        max_retries=0,
+    )
