@@ -148,8 +148,10 @@ def job_view(job: CompactionJob) -> dict[str, Any]:
     failed = failed_phase(job)
     failure = job_failure(job)
     error = str(job.error or "")
-    if failure is not None and error == f"compaction failed: {failure.get('reason')}":
-        error = ""  # the failure notice says this and more
+    if failure is not None:
+        said = f"compaction failed: {failure.get('reason')}"
+        if error in {said, f"{said}: {failure.get('message')}"}:
+            error = ""  # the failure notice says this and more
     return {
         "job": job,
         "done": done,

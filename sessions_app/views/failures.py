@@ -70,7 +70,11 @@ def failure_response(request: HttpRequest, error: ServiceError) -> HttpResponse:
         raise Http404(str(error)) from error
     status, headers = _status(error)
     if status == 503:
-        logger.warning("page action unavailable", exc_info=error, extra={"path": request.path})
+        # An expected failure of a dependency (a summarizer key unset, a model down): one line
+        # naming it, no traceback; the page says the same to the person who asked.
+        logger.warning(
+            "page action unavailable: %s", error, extra={"path": request.path, "status": status}
+        )
     name = f"{FAILURE_TEMPLATE}#notice" if is_htmx(request) else FAILURE_TEMPLATE
     response = render(request, name, {"text": _message(error), "status": status}, status=status)
     for header, value in headers.items():

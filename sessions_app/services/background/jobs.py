@@ -34,6 +34,10 @@ from django_tasks import task
 from compaction import CompactionEvent
 from sessions_app.models import CompactionJob, CompactionProfile, Session
 from sessions_app.services.background.cooldown import note_outcome
+from sessions_app.services.compacting.failed_attempts import (
+    SummarizerSetupError,
+    setup_summarizer,
+)
 from sessions_app.services.compacting.session_compaction import CompactionOutcome, compact_session
 from sessions_app.services.errors import Conflict
 from sessions_app.services.sessions.policies import profile_for
@@ -197,6 +201,8 @@ def run_job(job_id: str) -> JobRun:
                 error = _final(error, job)
             if params.get("trigger") == "auto":
                 note_outcome(job.session, outcome, profile)
+        except SummarizerSetupError as setup:
+            return _finish(job, recorder, failed=True, error=setup.text, compaction=setup.row)
         except Conflict as conflict:
             error = f"conflict: {conflict}"
             retried = _requeue(job, recorder, "conflict", error)
@@ -240,6 +246,9 @@ def _compact(
         summary=params.get("summary"),
         force=params.get("force"),
         on_event=recorder,
+        summarizer=None
+        if params.get("summary") is not None
+        else setup_summarizer(job.session, profile, params.get("trigger", "manual")),
     )
 
 
