@@ -249,6 +249,8 @@
 
   // A page opened at "#compaction-n" (a link from another tab or page) goes there too.
   function fromHash() {
+    // A page brought back with its place (place.js: Back, reload) reopens that place instead.
+    if (window.history.state && window.history.state.ctxPlace) { return; }
     var match = window.location.hash.match(HASH);
     if (match) { goTo(Number(match[1])); }
   }
