@@ -1,0 +1,90 @@
+"""The embedded default under load (issue 26 item 4): SQLite as `make run` serves it, in WAL
+mode with a busy timeout, each write transaction taking the write lock when it begins
+(`transaction_mode="IMMEDIATE"`), so concurrent writers wait their turn instead of failing
+halfway with "database is locked", and readers never wait for a writer."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db.utils import ConnectionHandler
+
+from ctxweb.settings import database_settings
+from tests.deploy.conftest import manage, subprocess_env
+
+RESULT = "SQLITE-WRITERS:"
+
+
+@pytest.fixture
+def served(tmp_path: Path, django_db_blocker: Any) -> Iterator[tuple[Any, Path]]:
+    """A connection made from the settings `make run` uses, on a file of its own (not the
+    test database: pytest-django is told this one is ours)."""
+    path = tmp_path / "ctxweb.sqlite3"
+    handler = ConnectionHandler(
+        {"default": database_settings({"DATABASE_URL": f"sqlite:///{path}"})}
+    )
+    wrapper = handler["default"]
+    with django_db_blocker.unblock():
+        try:
+            yield wrapper, path
+        finally:
+            wrapper.close()
+
+
+def test_the_settings_are_in_force_on_every_connection(served: tuple[Any, Path]) -> None:
+    wrapper, _ = served
+    with wrapper.cursor() as cursor:
+        found = {}
+        for pragma in ("journal_mode", "busy_timeout", "synchronous"):
+            cursor.execute(f"PRAGMA {pragma}")
+            found[pragma] = cursor.fetchone()[0]
+    assert found == {"journal_mode": "wal", "busy_timeout": 20_000, "synchronous": 1}
+
+
+def test_a_transaction_holds_the_write_lock_from_its_begin_and_readers_go_on(
+    served: tuple[Any, Path],
+) -> None:
+    wrapper, path = served
+    with wrapper.cursor() as cursor:
+        cursor.execute("CREATE TABLE note (text TEXT)")
+        cursor.execute("INSERT INTO note VALUES ('before')")
+    other = sqlite3.connect(path, timeout=0.05, isolation_level=None)
+    try:
+        wrapper.set_autocommit(False, force_begin_transaction_with_broken_autocommit=True)
+        # Nothing written yet, but the transaction began IMMEDIATE: no other writer now...
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            other.execute("BEGIN IMMEDIATE")
+        # ...while a reader is served at once (WAL).
+        assert other.execute("SELECT text FROM note").fetchall() == [("before",)]
+        wrapper.rollback()
+        wrapper.set_autocommit(True)
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+
+
+@pytest.mark.slow
+def test_concurrent_appends_to_shared_sessions_lose_nothing(tmp_path: Path) -> None:
+    threads, turns, sessions = 12, 10, 3
+    code = (
+        "import json; from tests.deploy.sqlite_writers import concurrent_appends; "
+        f"print({RESULT!r} + json.dumps(concurrent_appends({threads}, {turns}, {sessions})))"
+    )
+    completed = manage(subprocess_env(tmp_path), "shell", "-c", code, timeout=300)
+    line = next(x for x in completed.stdout.splitlines() if x.startswith(RESULT))
+    result = json.loads(line.removeprefix(RESULT))
+    assert result["errors"] == []
+    per_session = threads // sessions * turns * 2
+    assert len(result["stored"]) == sessions
+    for stored in result["stored"].values():
+        assert stored == {
+            "rows": per_session,
+            "distinct_seqs": per_session,
+            "message_count": per_session,
+        }
