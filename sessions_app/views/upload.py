@@ -66,7 +66,7 @@ def import_transcript(request: HttpRequest) -> HttpResponse:
             name=upload.name or "",
         )
     except InvalidInput as error:
-        messages.error(request, f"Could not import {upload.name}: {error.first.message}")
+        messages.error(request, f"Could not import {upload.name}: {_said_once(error, upload.name)}")
         return _back(request, reverse("ui:session_list"))
     counts = report.counts
     done = "Imported" if report.created else f"Updated ({report.new_messages} new messages) from"
@@ -77,6 +77,14 @@ def import_transcript(request: HttpRequest) -> HttpResponse:
         + (f", {report.skipped_count} lines skipped." if report.skipped_count else "."),
     )
     return _back(request, reverse("ui:session", args=[report.session.pk]))
+
+
+def _said_once(error: InvalidInput, name: str | None) -> str:
+    """The problem's message without the file name the notice already starts with (the
+    readers name their input: "bad.jsonl: not valid UTF-8 (byte 0)")."""
+    message = error.first.message
+    prefix = f"{name}: " if name else ""
+    return message[len(prefix) :] if prefix and message.startswith(prefix) else message
 
 
 def _back(request: HttpRequest, url: str) -> HttpResponse:

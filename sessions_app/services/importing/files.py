@@ -20,6 +20,7 @@ from sessions_app.importers.parse import parse_source
 from sessions_app.importers.source import Progress, open_source
 from sessions_app.models import Message, Session
 from sessions_app.services.errors import InvalidInput
+from sessions_app.services.importing.binary import HEAD_BYTES, binary_problem
 from sessions_app.services.importing.merge import MergeResult, merge_imported
 from sessions_app.services.importing.store import store_imported
 from sessions_app.unstorable import clean_text
@@ -124,6 +125,9 @@ def _import(
 ) -> ImportReport:
     with open_source(source, name=clean_text(name)) as opened:
         opened.progress = progress
+        binary = binary_problem(opened.head(HEAD_BYTES))
+        if binary is not None:  # before any format reads it as lines it would skip
+            raise TranscriptError(binary)
         imported = parse_source(opened, format, subagents=subagents)
         try:
             if not imported.messages and not imported.compactions and not imported.subagents:
