@@ -81,7 +81,8 @@ def profile_for(session: Session | None, name: str | None = None) -> CompactionP
 
 
 def policy_for(session: Session | None, profile: CompactionProfile | None = None) -> Policy:
-    """The engine Policy of `profile` (default: the session's), with the session's limit,
+    """The engine Policy of `profile` (default: the session's), with the session's limit
+    (narrowed to the window its upstream was found to have, `upstream_window`),
     reserving the tokens of a proxied session's stored system prompt and tools
     (`reserved_tokens`: they go upstream with every call; services/sessions/overhead.py).
 
@@ -90,6 +91,9 @@ def policy_for(session: Session | None, profile: CompactionProfile | None = None
     """
     profile = profile or profile_for(session)
     limit = session.context_limit if session is not None else None
+    window = session.upstream_window if session is not None else None
+    if window:  # learned from the upstream's refusal (docs/behaviour.md#overflow-recovery)
+        limit = min(limit or profile.context_limit, window)
     try:
         policy = profile.to_policy(context_limit=limit)
     except PolicyError as error:

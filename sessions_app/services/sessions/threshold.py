@@ -1,7 +1,9 @@
 """The one answer to "is this session over its threshold, or its hard limit?".
 
 `standing` is the only place the web app asks the engine's `Policy.over_threshold` and
-`Policy.over_hard_limit`: the pre-call check (`services.context.runtime.check`, `prepare_context`),
+`Policy.over_hard_limit` (and, for the profile's soft threshold `prepare_at`, past which a
+compaction is prepared in the background: docs/behaviour.md#prepared-compaction): the
+pre-call check (`services.context.runtime.check`, `prepare_context`),
 the post-call usage check (`services.compacting.auto`), the proxy's checks
 (`services.proxying.turns`), the
 API's session answer and the page's gauge all take their answer from it, so the page says
@@ -21,9 +23,10 @@ from compaction import Policy
 from sessions_app.models import CompactionProfile, Session
 from sessions_app.services.errors import InvalidInput
 from sessions_app.services.sessions.overhead import session_overhead
-from sessions_app.services.sessions.policies import default_profile, policy_for
+from sessions_app.services.sessions.policies import default_profile, policy_for, profile_for
 
 __all__ = [
+    "MIN_LEARNED_WINDOW",
     "Standing",
     "StandingResolver",
     "reserved_over_threshold",
@@ -31,7 +34,13 @@ __all__ = [
     "shown_standing",
     "standing",
     "usage_over_threshold",
+    "usage_standing",
+    "window_after_overflow",
 ]
+
+#: The smallest window learned from an upstream's refusal (tokens): below it no profile's
+#: policy is valid, and no real model has one.
+MIN_LEARNED_WINDOW = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +60,10 @@ class Standing:
     #: True when the context passes the hard limit (checked enabled or not).
     over_hard_limit: bool
     profile: str
+    #: True when a compaction is to be prepared ahead of time: the profile has a soft
+    #: threshold (`prepare_at`), the policy is enabled and the scaled count reaches it, or
+    #: the threshold itself when that is lower (docs/behaviour.md#prepared-compaction).
+    prepare: bool = False
 
     @property
     def usage(self) -> float | None:
@@ -58,9 +71,13 @@ class Standing:
         return round(self.tokens / self.context_limit, 6) if self.context_limit else None
 
 
-def standing(policy: Policy, context_tokens: int) -> Standing:
+def standing(policy: Policy, context_tokens: int, prepare_at: float | None = None) -> Standing:
     """Where `context_tokens` of stored context stand under `policy`, whose
-    `reserved_tokens` (a proxied session's system prompt and tools) count with them."""
+    `reserved_tokens` (a proxied session's system prompt and tools) count with them;
+    `prepare_at`: the profile's soft threshold (a share of the context limit), if any."""
+    soft = None
+    if prepare_at is not None:
+        soft = policy.replace(trigger_ratio=min(max(prepare_at, 0.01), policy.trigger_ratio))
     return Standing(
         tokens=context_tokens + policy.reserved_tokens,
         context_limit=policy.context_limit,
@@ -70,6 +87,7 @@ def standing(policy: Policy, context_tokens: int) -> Standing:
         over_threshold=policy.enabled and policy.over_threshold(context_tokens),
         over_hard_limit=policy.over_hard_limit(context_tokens),
         profile=policy.name,
+        prepare=soft is not None and policy.enabled and soft.over_threshold(context_tokens),
     )
 
 
@@ -79,6 +97,23 @@ def usage_over_threshold(policy: Policy, reported_tokens: int) -> bool:
     The model counted the system prompt and tools itself, so the reserved tokens are not
     added again."""
     return standing(policy, reported_tokens - policy.reserved_tokens).over_threshold
+
+
+def usage_standing(policy: Policy, reported_tokens: int, prepare_at: float | None) -> Standing:
+    """The standing of a model's reported usage, with the profile's soft threshold
+    (`usage_over_threshold`'s answer is its `over_threshold`)."""
+    return standing(policy, reported_tokens - policy.reserved_tokens, prepare_at)
+
+
+def window_after_overflow(sent: int, limit: int | None, counted: int | None) -> int:
+    """The window (in ctxweb's tokens) of an upstream that refused `sent` tokens as too long,
+    naming its `limit` and its own count of the request, `counted`, when it said them
+    (docs/behaviour.md#overflow-recovery). The upstream's tokenizer is not ctxweb's: its limit
+    is scaled by how its count compares with ours. Without both figures, three quarters of
+    what was refused. Always below `sent`, never under MIN_LEARNED_WINDOW."""
+    scaled = bool(limit and counted and counted > limit)
+    window = sent * (limit or 0) // (counted or 1) if scaled else sent * 3 // 4
+    return max(min(window, sent - 1), MIN_LEARNED_WINDOW)
 
 
 def reserved_over_threshold(policy: Policy) -> bool:
@@ -98,13 +133,14 @@ def session_standing(
     `counts`: its (context tokens, reserved tokens) read fresh from the row; default the
     loaded session's. A stored profile the engine refuses is an InvalidInput (policy_for).
     """
+    profile = profile or profile_for(session)
     policy = policy_for(session, profile)
     if counts is None:
-        return standing(policy, session.context_tokens)
+        return standing(policy, session.context_tokens, profile.prepare_at)
     tokens, reserved = counts
     if reserved != policy.reserved_tokens:
         policy = policy.replace(reserved_tokens=reserved)
-    return standing(policy, tokens)
+    return standing(policy, tokens, profile.prepare_at)
 
 
 def shown_standing(session: Session, profile: CompactionProfile | None = None) -> Standing:
