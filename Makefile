@@ -14,9 +14,12 @@ CHROMIUM := /usr/bin/chromium
 CLAUDE_CODE_VERSION := 2.1.332
 CLAUDE_CODE_OLDER_VERSION := 2.1.328
 CLAUDE_CODE_VERSIONS := $(CLAUDE_CODE_VERSION) $(CLAUDE_CODE_OLDER_VERSION)
+# The Codex CLI (npm @openai/codex), the Responses API client of the proxy tests, into
+# .venv/codex-<version>; 0.165.0 was tried too and sends the same requests, so one version.
+CODEX_VERSION := 0.171.0
 PG_URL ?= postgresql://postgres@127.0.0.1:5432
 
-.PHONY: install run dev test lint typecheck pytest pytest-postgres chromium claude-code bench bench-smoke clean
+.PHONY: install run dev test lint typecheck pytest pytest-postgres chromium claude-code codex bench bench-smoke clean
 
 install: $(STAMP)
 
@@ -50,6 +53,17 @@ claude-code:
 			|| echo "the Claude Code CLI $$version could not be installed: its tests will be skipped"; \
 	done
 
+# npm's registry only; skipped (with a message) where npm is missing or cannot fetch it.
+codex:
+	@prefix=$(VENV)/codex-$(CODEX_VERSION); \
+	if [ -x $$prefix/node_modules/.bin/codex ]; then exit 0; fi; \
+	if ! command -v npm >/dev/null; then \
+		echo "no npm: the Codex CLI tests will be skipped"; exit 0; fi; \
+	echo "installing the Codex CLI $(CODEX_VERSION) for the proxy tests"; \
+	npm install --silent --no-audit --no-fund --prefix $$prefix \
+		@openai/codex@$(CODEX_VERSION) >/dev/null \
+		|| echo "the Codex CLI $(CODEX_VERSION) could not be installed: its tests will be skipped"
+
 run: install
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py ensure_admin
@@ -72,11 +86,11 @@ lint: install
 typecheck: install
 	$(BIN)/mypy .
 
-pytest: install chromium claude-code
+pytest: install chromium claude-code codex
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 # The whole suite again on a throwaway database of the local PostgreSQL, when one answers.
-pytest-postgres: install chromium claude-code
+pytest-postgres: install chromium claude-code codex
 	@if $(BIN)/python scripts/pg_available.py "$(PG_URL)"; then \
 		db=ctxweb_test_$$$$; \
 		DATABASE_URL="$(PG_URL)/$$db" $(BIN)/python -m pytest -n 2 --dist loadgroup \
