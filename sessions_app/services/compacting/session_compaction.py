@@ -33,6 +33,7 @@ from sessions_app.models import Compaction, CompactionProfile, Session
 from sessions_app.nul import strip_nul
 from sessions_app.services.compacting.archives import ArchiveUnavailable
 from sessions_app.services.compacting.failed_attempts import record_failure
+from sessions_app.services.compacting.released import release_connections
 from sessions_app.services.compacting.writeback import (
     CommitMeta,
     ContextSnapshot,
@@ -50,7 +51,14 @@ from sessions_app.services.sessions.policies import (
 )
 from sessions_app.storage import BLOB_PREFIX, DjangoStorageBlobStore
 
-__all__ = ["CompactionOutcome", "CompactionPreview", "compact_session"]
+__all__ = [
+    "CompactionOutcome",
+    "CompactionPreview",
+    "EngineRun",
+    "compact_session",
+    "record_not_compacted",
+    "run_engine",
+]
 
 logger = logging.getLogger("sessions_app")
 
@@ -156,30 +164,25 @@ def _compact(  # noqa: PLR0913 (compact_session's options)
     on_event: EventHandler | None,
     force: bool | None,
 ) -> CompactionOutcome:
-    chosen, policy, summarizer = _setup(session, profile, summary, summarizer)
     if force is None:
         force = trigger != Compaction.Trigger.AUTO
-    events: list[dict[str, Any]] = []
-
-    def observe(event: CompactionEvent) -> None:
-        events.append(event.to_dict())
-        if on_event is not None:
-            on_event(event)
-
-    snapshot = take_snapshot(session)
-    started = time.monotonic()
-    options = CompactOptions(
-        summarizer=summarizer,
-        session_id=str(session.pk),
-        instructions=instructions,
-        on_event=observe,
-        force=force,
+    run = run_engine(
+        session,
         trigger=trigger,
-        offload_store=DjangoStorageBlobStore(f"{BLOB_PREFIX}/{session.pk}"),
-        token_counts=snapshot.token_counts,  # cached counts: the context is not re-encoded
+        profile=profile,
+        instructions=instructions,
+        summary=summary,
+        summarizer=summarizer,
+        on_event=on_event,
+        force=force,
     )
-    result = compact_messages(snapshot.messages, policy, options=options)
-    meta = _meta(trigger, chosen, policy, summarizer, instructions, result, events, started)
+    snapshot, result, meta, events, policy = (
+        run.snapshot,
+        run.result,
+        run.meta,
+        run.events,
+        run.policy,
+    )
     if dry_run:
         return CompactionOutcome(
             None,
@@ -194,6 +197,61 @@ def _compact(  # noqa: PLR0913 (compact_session's options)
     outcome = _commit(session, snapshot, result, meta, events)
     reload_totals(session)
     return outcome
+
+
+@dataclass(frozen=True)
+class EngineRun:
+    """One engine run on a snapshot of the session's context; nothing stored yet."""
+
+    snapshot: ContextSnapshot
+    result: CompactResult
+    meta: CommitMeta
+    policy: Policy
+    events: list[dict[str, Any]]
+
+
+def run_engine(
+    session: Session,
+    *,
+    trigger: str,
+    profile: CompactionProfile | str | None,
+    force: bool,
+    instructions: str | None = None,
+    summary: str | None = None,
+    summarizer: Summarizer | None = None,
+    on_event: EventHandler | None = None,
+) -> EngineRun:
+    """Snapshot the context and run the engine on it, no connection held while the
+    summarizer answers (services/compacting/released.py). Raises the engine's errors."""
+    chosen, policy, summarizer = _setup(session, profile, summary, summarizer)
+    events: list[dict[str, Any]] = []
+
+    def observe(event: CompactionEvent) -> None:
+        events.append(event.to_dict())
+        if on_event is not None:
+            on_event(event)
+
+    snapshot = take_snapshot(session)
+    release_connections()
+    started = time.monotonic()
+    options = CompactOptions(
+        summarizer=summarizer,
+        session_id=str(session.pk),
+        instructions=instructions,
+        on_event=observe,
+        force=force,
+        trigger=trigger,
+        offload_store=DjangoStorageBlobStore(f"{BLOB_PREFIX}/{session.pk}"),
+        token_counts=snapshot.token_counts,  # cached counts: the context is not re-encoded
+    )
+    result = compact_messages(snapshot.messages, policy, options=options)
+    meta = _meta(trigger, chosen, policy, summarizer, instructions, result, events, started)
+    return EngineRun(snapshot, result, meta, policy, events)
+
+
+def record_not_compacted(session: Session, run: EngineRun) -> CompactionOutcome:
+    """The outcome of a run that changed nothing: a failure is recorded as a failed row."""
+    return _not_compacted(session, run.snapshot, run.result, run.meta, run.events)
 
 
 def _setup(
