@@ -54,7 +54,12 @@ class Command(BaseCommand):
         watcher = Watcher(user, roots, settle=options["settle"])
         self.stdout.write(f"watching {', '.join(str(r) for r in roots)} for {user}")
         while True:
-            for result in watcher.scan():
+            for result in watcher.scan(held=True):
+                if result.held:
+                    self.stdout.write(
+                        f"{result.path}: already held, nothing new -> {result.session_id}"
+                    )
+                    continue
                 self.stdout.write(
                     f"{result.path}: +{result.added} messages, {result.updated} updated, "
                     f"+{result.compactions} compactions -> {result.session_id}"

@@ -27,6 +27,7 @@ attach to their parent session as they appear.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import os
@@ -92,6 +93,14 @@ class FileSync:
     reread: bool = False
     done: bool = True
     waiting: bool = False
+    #: The first time this watcher sees the file, it finds it already stored up to its end
+    #: (nothing new): reported once, so that every watched file gets a line.
+    held: bool = False
+
+    @property
+    def changed(self) -> bool:
+        """True when this scan wrote rows for the file."""
+        return bool(self.added or self.updated or self.compactions)
 
 
 def default_roots() -> list[Path]:
@@ -131,11 +140,13 @@ class Watcher:
         self._seen: dict[Path, tuple[int, int]] = {}
         self._waiting: dict[Path, tuple[int, int]] = {}
         self._failed: dict[Path, tuple[int, int]] = {}
-        self._known: dict[str, tuple[int, int]] | None = None
+        self._known: dict[str, tuple[int, int, str]] | None = None
         self._reported: set[tuple[Path, str]] = set()
 
-    def scan(self) -> list[FileSync]:
-        """One pass over every watched file; the files that changed something."""
+    def scan(self, *, held: bool = False) -> list[FileSync]:
+        """One pass over every watched file; the files that changed something, and with
+        `held` also those seen for the first time and found already stored (`FileSync.held`:
+        `watch_transcripts` prints a line for every file it follows)."""
         walk = Walk()
         found = walk.run(self.roots)
         self._report(walk.skipped)
@@ -144,7 +155,7 @@ class Watcher:
         changed: list[FileSync] = []
         for path, info in found.items():
             result = self._file(path, info)
-            if result is not None and (result.added or result.updated or result.compactions):
+            if result is not None and (result.changed or (held and result.held)):
                 changed.append(result)
         return changed
 
@@ -153,9 +164,10 @@ class Watcher:
         if self._seen.get(path) == signature or self._failed.get(path) == signature:
             return None
         known = self._known.pop(str(path), None) if self._known is not None else None
-        if path not in self._seen and known == signature:
+        first = path not in self._seen
+        if first and known is not None and known[:2] == signature:
             self._seen[path] = signature  # read to its end before this watcher started
-            return None
+            return FileSync(str(path), session_id=known[2], held=True)
         settled = self.clock() - info.st_mtime >= self.settle
         if self._waiting.get(path) == signature and not settled:
             return None  # only sidechain lines, unchanged, not quiet long enough yet
@@ -172,6 +184,8 @@ class Watcher:
             self._waiting.pop(path, None)
         if result.done:
             self._seen[path] = signature
+        if first and result.done and not result.changed and result.session_id:
+            return dataclasses.replace(result, held=True)
         return result
 
     def _report(self, skipped: dict[Path, str]) -> None:
@@ -181,21 +195,21 @@ class Watcher:
                 logger.warning("watch_transcripts: skipped %s: %s", path, reason)
 
 
-def _read_offsets(owner: AbstractBaseUser) -> dict[str, tuple[int, int]]:
+def _read_offsets(owner: AbstractBaseUser) -> dict[str, tuple[int, int, str]]:
     """Each known transcript path of `owner`: (the offset its session was read to, the
-    file's mtime then, kept after the `@` of `source_fingerprint`)."""
+    file's mtime then, kept after the `@` of `source_fingerprint`, the session's id)."""
     rows = (
         Session.objects.filter(owner_id=owner.pk)
         .exclude(source_path="")
         .filter(source_fingerprint__contains="@")
         .order_by("-created_at")
-        .values_list("source_path", "source_offset", "source_fingerprint")
+        .values_list("source_path", "source_offset", "source_fingerprint", "pk")
     )
-    known: dict[str, tuple[int, int]] = {}
-    for path, offset, fingerprint in rows:
+    known: dict[str, tuple[int, int, str]] = {}
+    for path, offset, fingerprint, pk in rows:
         mtime = fingerprint.rpartition("@")[2]
         if mtime.isdigit():
-            known[path] = (offset, int(mtime))
+            known[path] = (offset, int(mtime), str(pk))
     return known
 
 

@@ -38,7 +38,13 @@ def test_once_twice_imports_nothing_new(user: Any, tmp_path: Path) -> None:
     assert first.count("+") >= 2
     messages = Message.objects.count()
     second = _run(str(tmp_path), "--once", "--owner", user.username)
-    assert second.strip().count("\n") == 0  # only the "watching ..." line
+    # A line for each file it already holds (issue 29: it printed nothing for them).
+    held = [line for line in second.splitlines() if "already held, nothing new ->" in line]
+    assert len(held) == 2
+    assert "+" not in second
+    assert sorted(line.split(":")[0] for line in held) == sorted(
+        str(tmp_path / name) for name in os.listdir(tmp_path) if name != "notes.jsonl"
+    )
     assert Message.objects.count() == messages
     assert Session.objects.filter(owner=user, parent__isnull=True).count() == 2
 
