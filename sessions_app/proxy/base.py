@@ -26,6 +26,10 @@ class Conversation:
     metadata: Any = None
     stream: bool = False
     lead: list[dict[str, Any]] = field(default_factory=list)
+    #: The client's own session id (Codex's), which names the conversation; "" when none.
+    client_session: str = ""
+    #: The session's title when the adapter knows it better than the first user message.
+    title: str = ""
 
 
 @dataclass(frozen=True)

@@ -20,4 +20,7 @@ urlpatterns = [
         views.openai_chat_completions,
         name="openai_chat_completions",
     ),
+    path("openai/v1/responses", views.openai_responses, name="openai_responses"),
+    path("openai/v1/models", views.openai_models, name="openai_models"),
+    path("openai/v1/models/<path:model>", views.openai_models, name="openai_model"),
 ]

@@ -35,9 +35,24 @@ from .openai import OpenAIAdapter
 from .outage import database_paused, note_failure
 from .pool import upstream_client
 from .recorder import Recording, relay
+from .responses_route import (
+    COMPACTION,
+    TURN,
+    adapter_for,
+    before_responses,
+    forward_models,
+    kind_of,
+    recorded_compaction,
+)
 from .upstream import request_headers, response_headers, timeout, upstream_url
 
-__all__ = ["anthropic_count_tokens", "anthropic_messages", "openai_chat_completions"]
+__all__ = [
+    "anthropic_count_tokens",
+    "anthropic_messages",
+    "openai_chat_completions",
+    "openai_models",
+    "openai_responses",
+]
 
 logger = logging.getLogger("sessions_app")
 
@@ -65,6 +80,28 @@ async def anthropic_count_tokens(request: HttpRequest) -> HttpResponseBase:
 async def openai_chat_completions(request: HttpRequest) -> HttpResponseBase:
     """`POST /proxy/openai/v1/chat/completions`."""
     return await _proxy(request, _OPENAI, "/v1/chat/completions", record=True)
+
+
+@csrf_exempt
+async def openai_responses(request: HttpRequest) -> HttpResponseBase:
+    """`POST /proxy/openai/v1/responses`; a websocket upgrade, a compressed body and Codex's
+    request kinds first (proxy/responses_route.py)."""
+    early = before_responses(request, max_body_bytes())
+    if early is not None:
+        return early
+    adapter, kind = adapter_for(request), kind_of(request)
+    # TODO(overflow): a `context_length_exceeded` error (or streamed `response.failed`)
+    # passes through as sent; the overflow recovery's provider-neutral hook goes here.
+    response = await _proxy(request, adapter, "/v1/responses", record=kind == TURN)
+    if kind == COMPACTION:
+        return await recorded_compaction(request, adapter, response)
+    return response
+
+
+@csrf_exempt
+async def openai_models(request: HttpRequest, model: str = "") -> HttpResponseBase:
+    """`GET /proxy/openai/v1/models[/<model>]`: forwarded, nothing stored."""
+    return await forward_models(request, f"/v1/models/{model}" if model else "/v1/models")
 
 
 async def _proxy(

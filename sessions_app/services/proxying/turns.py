@@ -24,7 +24,7 @@ import contextlib
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -34,6 +34,7 @@ from sessions_app.models import CompactionProfile, Session
 from sessions_app.services.compacting.auto import StoredCompaction, post_call_check, prepare_context
 from sessions_app.services.context.text import Format
 from sessions_app.services.errors import Conflict
+from sessions_app.services.proxying.client_compaction import forwarded_as_sent
 from sessions_app.services.proxying.context import split_context
 from sessions_app.services.proxying.origin import link_agent_calls, origin_of
 from sessions_app.services.proxying.overhead import remember_overhead
@@ -52,7 +53,18 @@ from sessions_app.services.sessions.state import Change, advance
 from sessions_app.services.sessions.threshold import session_standing, usage_over_threshold
 from sessions_app.services.sessions.usage import reported_usage
 
-__all__ = ["ProxyPlan", "ProxyRequest", "plan_request", "record_answer"]
+__all__ = [
+    "ProxyFormat",
+    "ProxyPlan",
+    "ProxyRequest",
+    "context_format",
+    "plan_request",
+    "record_answer",
+]
+
+#: The request formats the proxy stores: the context formats, and OpenAI Responses, whose
+#: rewritten head is rendered from the Anthropic form (sessions_app/proxy/responses.py).
+ProxyFormat = Literal["anthropic", "openai", "responses"]
 
 #: How many recent sessions sharing a conversation key are checked for a matching prefix.
 _CANDIDATES = 20
@@ -65,7 +77,7 @@ _ATTEMPTS = 4
 class ProxyRequest:
     """One proxied request, as the proxy adapters read it (no HTTP, no provider keys)."""
 
-    provider: Format
+    provider: ProxyFormat
     key: str
     #: The client's messages' digests (sessions_app/proxy/digests.py), with `.raw`: the
     #: digest of each as sent, compared first (a sequence that digests on demand).
@@ -86,6 +98,13 @@ class ProxyRequest:
     #: The key sessions stored before the canonical form got (sessions_app/canonical.py),
     #: when it differs from `key`: they are looked for under it too.
     legacy_key: str = ""
+    #: The new session's `source_format` when it is not `provider` (Responses: codex, openai).
+    source_format: str = ""
+
+
+def context_format(provider: ProxyFormat) -> Format:
+    """The context format a request's head is rendered in."""
+    return "anthropic" if provider == "responses" else provider
 
 
 @dataclass(frozen=True)
@@ -156,10 +175,12 @@ def _plan(
         return replace(plan, compact=False)
     compaction = None
     if _over(locked, profile):  # the pre-call check, from the stored counts
-        compaction = prepare_context(locked, fmt=request.provider).compaction
+        compaction = prepare_context(locked, fmt=context_format(request.provider)).compaction
         reload_totals(locked)
-    head, tail_start = split_context(locked, prefix, request.provider)
-    if tail_start > stored:  # a retry whose stored answer is in the rewritten part
+    head, tail_start = split_context(locked, prefix, context_format(request.provider))
+    # a retry whose stored answer is in the rewritten part; a client's own compaction,
+    # whose summary the client's new window holds (services/proxying/client_compaction.py)
+    if tail_start > stored or forwarded_as_sent(locked):
         head, tail_start = None, 0
     return replace(plan, head=head, tail_start=tail_start, compaction=compaction)
 
@@ -425,7 +446,7 @@ def _started(owner: User, request: ProxyRequest) -> Session:
     session = create_session(
         owner,
         title=origin.title(title)[:300],
-        source_format=request.provider,
+        source_format=request.source_format or request.provider,
         model=request.model[:128],
         external_id=request.external_id[:200],
         metadata={"proxy": request.provider},
