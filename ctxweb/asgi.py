@@ -13,6 +13,7 @@ os.environ["CTXWEB_ASGI_PROCESS"] = "1"
 _django = get_asgi_application()
 
 from compaction import count_tokens  # noqa: E402  (after the settings)
+from sessions_app.mcp.asgi import with_mcp_route  # noqa: E402  (needs the app loaded)
 from sessions_app.proxy.asgi import with_proxy_route  # noqa: E402  (needs the app loaded)
 from sessions_app.proxy.pool import with_upstream_lifespan  # noqa: E402  (needs the app loaded)
 
@@ -29,4 +30,5 @@ def _warm() -> None:
 
 
 _warm()
-application = with_upstream_lifespan(with_proxy_route(_django))
+# `/mcp`: the MCP server (sessions_app/mcp/asgi.py), outside Django's middleware as the proxy.
+application = with_mcp_route(with_upstream_lifespan(with_proxy_route(_django)))
