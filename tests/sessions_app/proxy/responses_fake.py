@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-__all__ = ["Failure", "FakeResponses", "Seen", "message", "reasoning", "function_call"]
+__all__ = ["Failure", "FakeResponses", "Seen", "function_call", "message", "reasoning"]
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,8 @@ def test_reasoning_round_trips_and_each_call_is_stored_once(
     assert sent[1]["input"] == history[:-1]
     assert sent[1]["input"][2]["encrypted_content"] == ENCRYPTED
     assert sent[1]["input"][2]["id"] == "rs_1"
-    assert sent[1]["store"] is False and sent[1]["include"] == ["reasoning.encrypted_content"]
+    assert sent[1]["store"] is False
+    assert sent[1]["include"] == ["reasoning.encrypted_content"]
     assert upstream.requests[0].headers["authorization"] == "Bearer sk-openai-server-key"
     session = Session.objects.get()
     assert session.external_id == "conversation-1"
@@ -93,14 +94,16 @@ def test_reasoning_round_trips_and_each_call_is_stored_once(
     uses = [b for m in stored for b in m.content if b.get("type") == "tool_use"]
     assert len(uses) == 1
     usage = stored[3].extra["usage"]
-    assert usage["input_tokens"] == 120 and usage["cached_tokens"] == 100
-    assert usage["reasoning_tokens"] == 10 and usage["total_tokens"] == 150
+    assert usage["input_tokens"] == 120
+    assert usage["cached_tokens"] == 100
+    assert usage["reasoning_tokens"] == 10
+    assert usage["total_tokens"] == 150
 
 
 def test_unknown_fields_and_items_reach_upstream_unchanged(
     gpt: openai.OpenAI, upstream: FakeResponses
 ) -> None:
-    odd_item = {"type": "future_item", "id": "fi_1", "payload": {"a": [1, 2]}}
+    odd_item: Any = {"type": "future_item", "id": "fi_1", "payload": {"a": [1, 2]}}
     tools: Any = [
         {"type": "function", "name": "f", "parameters": {"type": "object"}, "strict": False},
         {"type": "web_search"},
@@ -116,7 +119,8 @@ def test_unknown_fields_and_items_reach_upstream_unchanged(
     body = upstream.bodies()[0]
     assert body["input"][2] == odd_item
     assert body["tools"] == tools
-    assert body["client_metadata"] == {"k": "v"} and body["unknown_field"] == {"kept": True}
+    assert body["client_metadata"] == {"k": "v"}
+    assert body["unknown_field"] == {"kept": True}
     stored = list(Message.objects.order_by("seq"))
     assert "future_item" in stored[0].content[-1]["text"]
 
