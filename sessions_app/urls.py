@@ -9,6 +9,7 @@ from .views import (
     changes,
     compaction_log,
     history,
+    search,
     session_detail,
     sessions_list,
     tabs,
@@ -24,6 +25,7 @@ urlpatterns = [
     path("", sessions_list.session_list, name="session_list"),
     path("import/", upload.import_transcript, name="import"),
     path("changes/", changes.list_changes, name="list_changes"),
+    path("search/", search.history_search, name="search"),
     path(_S, session_detail.session_detail, name="session"),
     path(f"{_S}changes/", changes.session_changes, name="session_changes"),
     path(f"{_S}overview/", session_detail.overview, name="overview"),
@@ -32,6 +34,7 @@ urlpatterns = [
     path(f"{_S}history/", history.history_gap, name="history"),
     path(f"{_S}messages/", history.message_range, name="message_range"),
     path(f"{_S}messages/<int:seq>/", history.message_full, name="message"),
+    path(f"{_S}messages/<int:seq>/path/", search.message_path, name="message_path"),
     path(
         f"{_S}messages/<int:seq>/tool-results/<str:tool_use_id>/",
         history.tool_result_full,
