@@ -8,6 +8,13 @@ the
 worker on start and periodically) fails the job and its task result, then queues it once
 more.
 
+A job of kind "prepare" (`PREPARE`, queued by services/compacting/ahead.py) writes the
+session's next compaction ahead of time and keeps it unapplied
+(services/compacting/prepared.py, docs/behaviour.md#prepared-compaction); any other job
+compacts. Neither holds a database connection while the summarizer answers: the run hands
+its connection back before the engine runs, and each event and heartbeat write hands its
+own back (services/compacting/released.py).
+
 A job whose failure left the session exactly as it was (the archive could not be written,
 the database failed at commit, or a concurrent compaction of the same entries won) is
 queued once more too, within the same MAX_ATTEMPTS. Summarizer failures are not: the
@@ -32,18 +39,21 @@ from django.utils import timezone
 from django_tasks import task
 
 from compaction import CompactionEvent
-from sessions_app.models import CompactionJob, CompactionProfile, Session
+from sessions_app.models import Compaction, CompactionJob, CompactionProfile, Session
 from sessions_app.services.background.cooldown import note_outcome
 from sessions_app.services.compacting.failed_attempts import (
     SummarizerSetupError,
     setup_summarizer,
 )
+from sessions_app.services.compacting.prepared import prepare_compaction
+from sessions_app.services.compacting.released import release_connections
 from sessions_app.services.compacting.session_compaction import CompactionOutcome, compact_session
 from sessions_app.services.errors import Conflict
 from sessions_app.services.sessions.policies import profile_for
 
 __all__ = [
     "MAX_ATTEMPTS",
+    "PREPARE",
     "RETRIED_FAILURES",
     "Heartbeat",
     "JobRun",
@@ -66,7 +76,9 @@ MAX_ATTEMPTS: Final = 2
 #: the archive write failed, the database failed at commit, a concurrent compaction won.
 RETRIED_FAILURES: Final = ("archive_error", "database_error", "conflict")
 _ACTIVE = (CompactionJob.Status.QUEUED, CompactionJob.Status.RUNNING)
-_PARAMS = ("trigger", "profile", "instructions", "summary", "force")
+_PARAMS = ("kind", "trigger", "profile", "instructions", "summary", "force")
+#: The `kind` parameter of a job that prepares a compaction without applying it.
+PREPARE: Final = "prepare"
 
 
 def heartbeat_seconds() -> float:
@@ -236,8 +248,12 @@ def _claim(job_id: str) -> bool:
 def _compact(
     job: CompactionJob, profile: CompactionProfile, recorder: _EventRecorder
 ) -> CompactionOutcome:
-    """compact_session with the job's parameters, its events recorded on the job."""
+    """compact_session with the job's parameters, its events recorded on the job (a job of
+    kind PREPARE: prepare_compaction)."""
     params = job.params
+    if params.get("kind") == PREPARE:
+        summarizer = setup_summarizer(job.session, profile, Compaction.Trigger.AUTO)
+        return prepare_compaction(job.session, profile, summarizer=summarizer, on_event=recorder)
     return compact_session(
         job.session,
         trigger=params.get("trigger", "manual"),
@@ -375,6 +391,7 @@ class _EventRecorder:
         updated = _this_run(self.job).update(
             phase=event.phase, events=self.events, heartbeat_at=timezone.now()
         )
+        release_connections()  # the summarizer may be called next
         if not updated:
             self.lost = True
             _log_lost(self.job, f"event {event.phase!r}")
@@ -409,6 +426,7 @@ class Heartbeat:
                     CompactionJob.objects.filter(
                         pk=self.job_id, status=CompactionJob.Status.RUNNING
                     ).update(heartbeat_at=timezone.now())
+                    release_connections()  # held no longer than the stamp
                 except Exception:
                     logger.warning("heartbeat write failed", exc_info=True)
         finally:

@@ -1,7 +1,10 @@
 """Automatic compaction: the pre-call `prepare_context` and the post-call usage check.
 
-Before an LLM call the context is compacted when it reaches the profile's
-threshold; a failure is logged and the context returned anyway; over the hard limit the
+Before an LLM call, past the profile's soft threshold (`prepare_at`) a compaction is
+prepared in the background, and at its threshold the prepared one is applied; none ready,
+the context is compacted in the call only over the hard limit (or at the threshold, for a
+profile that prepares nothing ahead: docs/behaviour.md#prepared-compaction); a failure is
+logged and the context returned anyway; over the hard limit the
 context is truncated (docs/behaviour.md#hard-truncation, #pre-call-check). After the call the
 model's real usage decides, and a background compaction is queued
 (docs/behaviour.md#post-call-check). After a failed automatic compaction the session cools down for
@@ -19,24 +22,30 @@ from compaction import Policy, PolicyError, TruncateResult, hard_truncate
 from sessions_app.models import Compaction, CompactionJob, CompactionProfile, Session
 from sessions_app.services.background.cooldown import in_cooldown, note_outcome
 from sessions_app.services.background.jobs import queue_compaction
+from sessions_app.services.compacting.ahead import applied_at_threshold, queue_prepare
+from sessions_app.services.compacting.prepared import apply_prepared
 from sessions_app.services.compacting.session_compaction import CompactionOutcome, compact_session
 from sessions_app.services.compacting.writeback import CommitMeta, commit_context, take_snapshot
-from sessions_app.services.context.runtime import Format, check, context_payload
+from sessions_app.services.context.runtime import Format, context_payload
 from sessions_app.services.errors import Conflict, ServiceError
 from sessions_app.services.sessions.lifecycle import reload_totals
 from sessions_app.services.sessions.policies import policy_for, profile_for
 from sessions_app.services.sessions.state import Change, advance
 from sessions_app.services.sessions.threshold import (
+    Standing,
     reserved_over_threshold,
+    session_standing,
     standing,
-    usage_over_threshold,
+    usage_standing,
 )
 from sessions_app.services.sessions.usage import reported_usage, same_usage
 
 __all__ = [
+    "PreCall",
     "PreparedContext",
     "StoredCompaction",
     "post_call_check",
+    "precompact",
     "prepare_context",
 ]
 
@@ -77,38 +86,93 @@ class PreparedContext:
 
 
 def prepare_context(session: Session, *, fmt: Format = "anthropic") -> PreparedContext:
-    """The pre-LLM-call check: compact first when over the threshold, then the context."""
+    """The pre-LLM-call check (`precompact`, on the session's counts read now), then the
+    context."""
     profile = profile_for(session)
-    policy = policy_for(session, profile)
-    status = check(session, profile)
-    outcome: CompactionOutcome | None = None
-    skipped: str | None = None
-    if not policy.enabled:
-        skipped = "disabled"
-    elif not status.should_compact:
-        skipped = "below_threshold"
-    elif reserved_over_threshold(policy):  # the engine's skip, without reading the context
-        skipped = "reserved_over_threshold"
-    elif in_cooldown(session):
-        skipped = "cooldown"
-        logger.info(
-            "automatic compaction skipped: cooling down after a failure",
-            extra={"session_id": str(session.pk), "trigger": "auto", "outcome": "cooldown"},
-        )
-    else:
-        outcome = _compact_logged(session, profile)
-    truncation = _enforce_hard_limit(session, profile, policy)
+    reload_totals(session)  # appends made meanwhile count
+    checked = precompact(session, profile)
     payload = context_payload(session, fmt, profile=profile)
-    stored = truncation or (outcome.compaction if outcome else None)
     return PreparedContext(
         system=payload.system,
         messages=payload.messages,
         tokens=payload.tokens,
         limit=payload.limit,
         usage=payload.usage,
-        compaction=_summary_of(stored),
-        skipped=skipped or (outcome.reason if outcome and not outcome.compaction else None),
+        compaction=_summary_of(checked.compaction),
+        skipped=checked.skipped,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class PreCall:
+    """What a pre-call check did: the compaction it stored (applied, compacted or truncated:
+    None when none was) and why nothing ran (`skipped`: disabled, below_threshold,
+    reserved_over_threshold, cooldown, preparing, or the engine's reason)."""
+
+    compaction: Compaction | None
+    skipped: str | None
+
+
+def precompact(session: Session, profile: CompactionProfile) -> PreCall:
+    """The pre-call check on the session's loaded counts (docs/behaviour.md#pre-call-check,
+    #prepared-compaction): past the soft threshold a compaction is prepared in the
+    background; at the threshold a prepared one is applied at once; none ready, the request
+    goes on uncompacted unless the context is over the hard limit, when it is compacted now.
+    A profile without `prepare_at` compacts in the request at the threshold. Last, a context
+    still over the hard limit is hard-truncated."""
+    policy = policy_for(session, profile)
+    place = session_standing(session, profile)
+    skipped = _skipped(session, policy, place)
+    stored: Compaction | None = None
+    if skipped is None and profile.prepare_at is None:
+        stored, skipped = _compacted(session, profile)
+    elif skipped is None:
+        stored, skipped = _ahead(session, profile, place)
+    truncation = _enforce_hard_limit(session, profile, policy)
+    return PreCall(truncation or stored, skipped)
+
+
+def _skipped(session: Session, policy: Policy, place: Standing) -> str | None:
+    """Why the pre-call check does nothing (None: it acts)."""
+    if not policy.enabled:
+        return "disabled"
+    if not place.over_threshold and not place.prepare:
+        return "below_threshold"
+    if reserved_over_threshold(policy):  # the engine's skip, without reading the context
+        return "reserved_over_threshold"
+    if in_cooldown(session):
+        logger.info(
+            "automatic compaction skipped: cooling down after a failure",
+            extra={"session_id": str(session.pk), "trigger": "auto", "outcome": "cooldown"},
+        )
+        return "cooldown"
+    return None
+
+
+def _ahead(
+    session: Session, profile: CompactionProfile, place: Standing
+) -> tuple[Compaction | None, str | None]:
+    """Apply the prepared compaction at the threshold; compact now only over the hard limit
+    with none (enough) ready; else prepare one in the background."""
+    applied, place = applied_at_threshold(session, profile, place)
+    if place.over_hard_limit:  # this request cannot go without a compaction: it waits
+        compacted, skipped = _compacted(session, profile)
+        return compacted or applied, skipped if compacted is None and applied is None else None
+    if place.prepare:
+        queue_prepare(session)
+    if applied is not None:
+        return applied, None
+    return None, "preparing" if place.over_threshold else "below_threshold"
+
+
+def _compacted(
+    session: Session, profile: CompactionProfile
+) -> tuple[Compaction | None, str | None]:
+    """An automatic compaction now: the row stored, or why none was."""
+    outcome = _compact_logged(session, profile)
+    if outcome is None:
+        return None, None
+    return outcome.compaction, (outcome.reason if not outcome.compaction else None)
 
 
 def post_call_check(
@@ -129,10 +193,20 @@ def post_call_check(
     total = usage["total_tokens"]
     profile = profile_for(session)
     policy = policy_for(session, profile)
-    if not usage_over_threshold(policy, total):
+    place = usage_standing(policy, total, profile.prepare_at)
+    if not place.over_threshold and not place.prepare:
         return None
     if in_cooldown(session) or _window_too_small(session, policy):
         return None
+    if not place.over_threshold:  # past the soft threshold: prepare the next compaction
+        return queue_prepare(session)
+    if profile.prepare_at is not None and apply_prepared(session) is not None:
+        return None  # docs/behaviour.md#prepared-compaction
+    return _queue_forced(session, total)
+
+
+def _queue_forced(session: Session, total: int) -> CompactionJob | None:
+    """A forced background compaction after a reported usage over the threshold."""
     # The model's own count decides (docs/behaviour.md#post-call-check): it sees tool definitions
     # and overheads the stored messages do not, so the job compacts even if the stored count is
     # lower.

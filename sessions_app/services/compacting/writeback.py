@@ -111,6 +111,8 @@ class CommitMeta:
     stats: Mapping[str, Any] = field(default_factory=dict)
     duration_ms: int = 0
     details: dict[str, Any] = field(default_factory=dict)
+    #: When it was prepared ahead of time (services/compacting/prepared.py), if it was.
+    prepared_at: Any = None
 
 
 def commit_context(
@@ -334,6 +336,7 @@ def _new_compaction(
         duration_ms=meta.duration_ms,
         status=Compaction.Status.SUCCEEDED,
         details=details,
+        prepared_at=meta.prepared_at,
         **policy_in_force(details),
     )
 

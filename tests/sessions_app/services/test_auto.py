@@ -30,6 +30,7 @@ def profile(make_profile: Any) -> CompactionProfile:
         cooldown_seconds=60,
         context_limit=2500,
         hard_limit=3000,
+        prepare_at=None,  # compacts in the request (prepared ones: test_prepared_*.py)
     )
     return made
 
