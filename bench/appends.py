@@ -194,63 +194,65 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not args.smoke and postgres.available(PG_SERVER):
         kinds.append("postgres")
     workers = 1 if args.smoke else WEB_WORKERS
-    rows = []
-    goals = []
+    rows: list[list[object]] = []
+    goals: list[str] = []
     for kind in kinds:
         name = "SQLite (WAL)" if kind == "sqlite" else "PostgreSQL 127.0.0.1"
         for label, figures in run(kind, args.smoke):
-            rows.append(
-                [
-                    name,
-                    label,
-                    f"{figures['rate']:,.0f}",
-                    f"{figures['messages']:,}",
-                    f"{figures['cpu_ms']:.2f} ms" if "cpu_ms" in figures else "-",
-                    figures["errors"],
-                    figures["lost"],
-                    figures["duplicated"],
-                    "yes" if figures["ordered"] else "NO",
-                ]
-            )
-            safe = not (figures["lost"] or figures["duplicated"] or figures["errors"])
-            goals.append(
-                goal(
-                    f"{name}, {label}: nothing lost, duplicated or reordered",
-                    safe and figures["ordered"],
-                )
-            )
-            if kind == "postgres" and label.startswith("100 per request"):
-                goals.append(
-                    goal(
-                        f"{name}, {label}: {figures['rate']:,.0f} messages/s (≥ 2,000)",
-                        figures["rate"] >= GOAL_BATCHED,
-                    )
-                )
+            rows.append(_row(name, label, figures))
+            goals += _goals(kind, name, label, figures)
     print("## Appends: `bench/appends.py`\n")
     print(
         f"{CLIENTS} concurrent clients against gunicorn with {workers} processes "
         "(production settings, persistent connections; no db_worker).\n"
     )
-    print(
-        table(
-            [
-                "database",
-                "requests",
-                "messages/s",
-                "messages",
-                "server CPU per message",
-                "errors",
-                "lost",
-                "duplicated",
-                "each client's order kept",
-            ],
-            rows,
-        )
-    )
+    print(table(HEADERS, rows))
     print()
     print("\n".join(goals))
     if "postgres" not in kinds:
         print(f"- PostgreSQL: skipped ({'smoke run' if args.smoke else 'no server'})")
+
+
+HEADERS = (
+    "database",
+    "requests",
+    "messages/s",
+    "messages",
+    "server CPU per message",
+    "errors",
+    "lost",
+    "duplicated",
+    "each client's order kept",
+)
+
+
+def _row(name: str, label: str, figures: dict[str, Any]) -> list[object]:
+    return [
+        name,
+        label,
+        f"{figures['rate']:,.0f}",
+        f"{figures['messages']:,}",
+        f"{figures['cpu_ms']:.2f} ms" if "cpu_ms" in figures else "-",
+        figures["errors"],
+        figures["lost"],
+        figures["duplicated"],
+        "yes" if figures["ordered"] else "NO",
+    ]
+
+
+def _goals(kind: str, name: str, label: str, figures: dict[str, Any]) -> list[str]:
+    safe = not (figures["lost"] or figures["duplicated"] or figures["errors"])
+    goals = [
+        goal(f"{name}, {label}: nothing lost, duplicated or reordered", safe and figures["ordered"])
+    ]
+    if kind == "postgres" and label.startswith("100 per request"):
+        goals.append(
+            goal(
+                f"{name}, {label}: {figures['rate']:,.0f} messages/s (≥ 2,000)",
+                figures["rate"] >= GOAL_BATCHED,
+            )
+        )
+    return goals
 
 
 if __name__ == "__main__":

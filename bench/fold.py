@@ -12,7 +12,7 @@ Run: .venv/bin/python -m bench.fold [--smoke]
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import django
@@ -32,6 +32,37 @@ def django_sources() -> list[tuple[str, str]]:
     return files
 
 
+def _row(
+    label: str,
+    policy: Policy,
+    files: list[tuple[str, str]],
+    raw: Callable[[], int],
+    runs: int,
+) -> list[object]:
+    """One budget's row: cold and warm `fold()` against the raw pass, and what came out."""
+    results: list[FoldResult] = []
+
+    def cold() -> None:
+        outline.clear_outline_cache()
+        results.append(fold(files, policy=policy))
+
+    def warm() -> None:
+        fold(files, policy=policy)
+
+    fold(files[:5], policy=policy)  # warm the grammars and the encoding
+    best = fastest(runs, raw=raw, cold=cold, warm=warm)
+    result = results[-1]
+    return [
+        label,
+        f"{best['cold'] * 1000:.0f} ms ({best['cold'] / best['raw']:.2f}x)",
+        f"{best['warm'] * 1000:.0f} ms ({best['warm'] / best['raw']:.2f}x)",
+        f"{best['raw'] * 1000:.0f} ms",
+        f"{result.tokens:,}",
+        f"{result.lines:,} ({result.dropped_lines:,})",
+        result.tiktoken_passes,
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = options(__doc__, argv)
     files = django_sources()[: 60 if args.smoke else None]
@@ -39,34 +70,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     size = sum(len(source.encode()) for _, source in files)
     raw = raw_tiktoken_pass([source for _, source in files])
     source_tokens = raw()
-    rows = []
-    for label, policy in (
-        ("default (10000 tokens)", Policy()),
-        ("none (10^9)", Policy(fold_max_tokens=10**9)),
-    ):
-        results: list[FoldResult] = []
-
-        def cold(policy: Policy = policy, results: list[FoldResult] = results) -> None:
-            outline.clear_outline_cache()
-            results.append(fold(files, policy=policy))
-
-        def warm(policy: Policy = policy) -> None:
-            fold(files, policy=policy)
-
-        fold(files[:5], policy=policy)  # warm the grammars and the encoding
-        best = fastest(runs, raw=raw, cold=cold, warm=warm)
-        result = results[-1]
-        rows.append(
-            [
-                label,
-                f"{best['cold'] * 1000:.0f} ms ({best['cold'] / best['raw']:.2f}x)",
-                f"{best['warm'] * 1000:.0f} ms ({best['warm'] / best['raw']:.2f}x)",
-                f"{best['raw'] * 1000:.0f} ms",
-                f"{result.tokens:,}",
-                f"{result.lines:,} ({result.dropped_lines:,})",
-                result.tiktoken_passes,
-            ]
+    rows = [
+        _row(label, policy, files, raw, runs)
+        for label, policy in (
+            ("default (10000 tokens)", Policy()),
+            ("none (10^9)", Policy(fold_max_tokens=10**9)),
         )
+    ]
     print("## File folding: `bench/fold.py`\n")
     print(
         f"{len(files)} `.py` files of Django {django.__version__}, {size / 1e6:.1f} MB, "

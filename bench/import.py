@@ -67,177 +67,135 @@ def _payload(round_: int, call: int, size: int) -> str:
 def generate(path: Path, size_mb: int) -> tuple[int, int]:
     """Write the synthetic session; returns (bytes, lines)."""
     target = size_mb * 1024 * 1024
-    written = lines = 0
-    parent: str | None = None
-    when = 0
     with open(path, "w", encoding="utf-8") as out:
-
-        def emit(record: dict[str, Any]) -> str:
-            nonlocal written, lines, parent, when
-            text = _line(record)
-            out.write(text)
-            written += len(text.encode())
-            lines += 1
-            when += 7
-            return str(record.get("uuid", parent))
-
-        emit({"type": "permission-mode", "permissionMode": "default", "sessionId": SESSION})
+        writer = _Writer(out)
+        writer.emit({"type": "permission-mode", "permissionMode": "default", "sessionId": SESSION})
         round_ = 0
-        while written < target:
+        while writer.written < target:
             round_ += 1
-            prompt = f"u{round_}"
-            fork_parent = parent
-            emit(
-                _base(
-                    "user",
-                    prompt,
-                    parent,
-                    when,
-                    message={
-                        "role": "user",
-                        "content": f"Step {round_}: look at module {round_ % 97}.",
-                    },
-                )
-            )
-            if round_ % 500 == 0:  # a rewind: this attempt is abandoned, retried below
-                emit(
-                    _base(
-                        "assistant",
-                        f"x{round_}",
-                        prompt,
-                        when,
-                        message=_reply(round_, "x", [_text("abandoned")]),
-                    )
-                )
-                prompt = f"u{round_}b"
-                emit(
-                    _base(
-                        "user",
-                        prompt,
-                        fork_parent,
-                        when,
-                        message={"role": "user", "content": "Try again."},
-                    )
-                )
-            mid = f"msg_{round_:07d}"
-            thinking = {
-                "type": "thinking",
-                "thinking": f"Round {round_}: read both files.",
-                "signature": "c2ln",
+            writer.round(round_)
+    return writer.written, writer.lines
+
+
+class _Writer:
+    """The session's lines, written in order: each line's parent and time follow the last."""
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+        self.written = self.lines = 0
+        self.parent: str | None = None
+        self.when = 0
+
+    def emit(self, record: dict[str, Any]) -> str:
+        text = _line(record)
+        self.out.write(text)
+        self.written += len(text.encode())
+        self.lines += 1
+        self.when += 7
+        return str(record.get("uuid", self.parent))
+
+    def line(self, kind: str, uuid: str, parent: str | None, **fields: Any) -> str:
+        """One `_base` line at the current time."""
+        return self.emit(_base(kind, uuid, parent, self.when, **fields))
+
+    def round(self, round_: int) -> None:
+        """A prompt (retried after a rewind every 500 rounds), thinking, two reads and
+        their results, the answer; a compaction every 2000 rounds."""
+        prompt = self._prompt(round_)
+        mid = f"msg_{round_:07d}"
+        thinking = {
+            "type": "thinking",
+            "thinking": f"Round {round_}: read both files.",
+            "signature": "c2ln",
+        }
+        last = self.line(
+            "assistant", f"a{round_}t", prompt, message=_reply(round_, mid, [thinking])
+        )
+        last = self.line(
+            "assistant",
+            f"a{round_}x",
+            last,
+            message=_reply(round_, mid, [_text("Reading the files.")]),
+        )
+        result_parent = self._results(round_, self._calls(round_, mid, last))
+        self.emit(
+            {
+                "parentUuid": result_parent,
+                "type": "progress",
+                "uuid": f"p{round_}",
+                "data": {"type": "hook_progress"},
+                "sessionId": SESSION,
             }
-            last = emit(
-                _base(
-                    "assistant",
-                    f"a{round_}t",
-                    prompt,
-                    when,
-                    message=_reply(round_, mid, [thinking]),
-                )
+        )
+        done = _reply(round_, f"{mid}f", [_text(f"Done with step {round_}.")])
+        self.parent = self.line("assistant", f"a{round_}f", result_parent, message=done)
+        if round_ % 2000 == 0:
+            self._boundary(round_)
+
+    def _prompt(self, round_: int) -> str:
+        prompt = f"u{round_}"
+        fork_parent = self.parent
+        content = f"Step {round_}: look at module {round_ % 97}."
+        self.line("user", prompt, self.parent, message={"role": "user", "content": content})
+        if round_ % 500 == 0:  # a rewind: this attempt is abandoned, retried below
+            abandoned = _reply(round_, "x", [_text("abandoned")])
+            self.line("assistant", f"x{round_}", prompt, message=abandoned)
+            prompt = f"u{round_}b"
+            again = {"role": "user", "content": "Try again."}
+            self.line("user", prompt, fork_parent, message=again)
+        return prompt
+
+    def _calls(self, round_: int, mid: str, last: str) -> list[tuple[str, str]]:
+        calls = []
+        for call in (1, 2):
+            tool_id = f"toolu_{round_:07d}_{call}"
+            use = {
+                "type": "tool_use",
+                "id": tool_id,
+                "name": "Read",
+                "input": {"file_path": f"/src/m{round_}_{call}.py"},
+            }
+            last = self.line(
+                "assistant", f"a{round_}c{call}", last, message=_reply(round_, mid, [use])
             )
-            last = emit(
-                _base(
-                    "assistant",
-                    f"a{round_}x",
-                    last,
-                    when,
-                    message=_reply(round_, mid, [_text("Reading the files.")]),
-                )
+            calls.append((tool_id, last))
+        return calls
+
+    def _results(self, round_: int, calls: list[tuple[str, str]]) -> str:
+        result_parent = calls[-1][1]
+        for call, (tool_id, call_line) in enumerate(calls, start=1):
+            body = _payload(round_, call, 4000 + (round_ * 997 + call * 131) % 5000)
+            result = {"type": "tool_result", "tool_use_id": tool_id, "content": body}
+            result_parent = self.line(
+                "user",
+                f"r{round_}_{call}",
+                call_line,
+                message={"role": "user", "content": [result]},
+                toolUseResult={
+                    "type": "text",
+                    "file": {"filePath": f"/src/m{round_}_{call}.py", "content": body},
+                },
             )
-            calls = []
-            for call in (1, 2):
-                tool_id = f"toolu_{round_:07d}_{call}"
-                use = {
-                    "type": "tool_use",
-                    "id": tool_id,
-                    "name": "Read",
-                    "input": {"file_path": f"/src/m{round_}_{call}.py"},
-                }
-                last = emit(
-                    _base(
-                        "assistant",
-                        f"a{round_}c{call}",
-                        last,
-                        when,
-                        message=_reply(round_, mid, [use]),
-                    )
-                )
-                calls.append((tool_id, last))
-            result_parent = last
-            for call, (tool_id, call_line) in enumerate(calls, start=1):
-                body = _payload(round_, call, 4000 + (round_ * 997 + call * 131) % 5000)
-                result_parent = emit(
-                    _base(
-                        "user",
-                        f"r{round_}_{call}",
-                        call_line,
-                        when,
-                        message={
-                            "role": "user",
-                            "content": [
-                                {"type": "tool_result", "tool_use_id": tool_id, "content": body}
-                            ],
-                        },
-                        toolUseResult={
-                            "type": "text",
-                            "file": {"filePath": f"/src/m{round_}_{call}.py", "content": body},
-                        },
-                    )
-                )
-                result_parent = emit(
-                    _base(
-                        "attachment",
-                        f"h{round_}_{call}",
-                        result_parent,
-                        when,
-                        attachment={
-                            "type": "hook_success",
-                            "hookName": "PostToolUse",
-                            "content": "",
-                        },
-                    )
-                )
-            emit(
-                {
-                    "parentUuid": result_parent,
-                    "type": "progress",
-                    "uuid": f"p{round_}",
-                    "data": {"type": "hook_progress"},
-                    "sessionId": SESSION,
-                }
+            hook = {"type": "hook_success", "hookName": "PostToolUse", "content": ""}
+            result_parent = self.line(
+                "attachment", f"h{round_}_{call}", result_parent, attachment=hook
             )
-            parent = emit(
-                _base(
-                    "assistant",
-                    f"a{round_}f",
-                    result_parent,
-                    when,
-                    message=_reply(round_, f"{mid}f", [_text(f"Done with step {round_}.")]),
-                )
-            )
-            if round_ % 2000 == 0:
-                boundary = emit(
-                    _base(
-                        "system",
-                        f"b{round_}",
-                        None,
-                        when,
-                        subtype="compact_boundary",
-                        logicalParentUuid=parent,
-                        content="Conversation compacted",
-                        compactMetadata={"trigger": "auto", "preTokens": 160000},
-                    )
-                )
-                parent = emit(
-                    _base(
-                        "user",
-                        f"s{round_}",
-                        boundary,
-                        when,
-                        isCompactSummary=True,
-                        message={"role": "user", "content": f"Summary of steps up to {round_}."},
-                    )
-                )
-    return written, lines
+        return result_parent
+
+    def _boundary(self, round_: int) -> None:
+        boundary = self.line(
+            "system",
+            f"b{round_}",
+            None,
+            subtype="compact_boundary",
+            logicalParentUuid=self.parent,
+            content="Conversation compacted",
+            compactMetadata={"trigger": "auto", "preTokens": 160000},
+        )
+        summary = {"role": "user", "content": f"Summary of steps up to {round_}."}
+        self.parent = self.line(
+            "user", f"s{round_}", boundary, isCompactSummary=True, message=summary
+        )
 
 
 def _text(value: str) -> dict[str, Any]:

@@ -363,6 +363,21 @@ def _run_child(data_dir: str, smoke: bool) -> dict[str, Any]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
+def _size_rows(sizes: dict[str, dict[str, float]]) -> list[list[object]]:
+    """One row per history size: the request, direct and proxied p50, the added latency."""
+    return [
+        [
+            label,
+            f"{size['bytes'] / 1e6:.2f} MB",
+            f"{size['direct p50']:.1f} ms",
+            f"{size['proxy p50']:.1f} ms",
+            f"{size['added p50']:.1f} ms",
+            f"{size['added p95']:.1f} ms",
+        ]
+        for label, size in sizes.items()
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     if argv is None:
         argv = sys.argv[1:]
@@ -378,19 +393,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "workers) in its own processes, SQLite (WAL); the fake upstream and the clients in "
         "the benchmark's process.\n"
     )
-    rows = [
-        [
-            label,
-            f"{size['bytes'] / 1e6:.2f} MB",
-            f"{size['direct p50']:.1f} ms",
-            f"{size['proxy p50']:.1f} ms",
-            f"{size['added p50']:.1f} ms",
-            f"{size['added p95']:.1f} ms",
-        ]
-        for label, size in figures["sizes"].items()
-    ]
     headers = ["history", "request", "direct p50", "proxy p50", "added p50", "added p95"]
-    print(table(headers, rows))
+    print(table(headers, _size_rows(figures["sizes"])))
     ttfb, many = figures["ttfb"], figures["concurrent"]
     print()
     print(

@@ -102,6 +102,42 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = options(__doc__, argv)
     history = session(40_000 if args.smoke else 1_000_000)
     runs = 1 if args.smoke else RUNS
+    best, result, distinct = _timed(history, runs)
+    log("truncate: trim_messages")
+    trimmed = langchain_trim(history, result.tokens_after, runs)
+    seconds, raw = best["truncate"], best["raw"]
+    print("## Smart truncation: `bench/truncate.py`\n")
+    print(
+        f"`smart_truncate` (`smart-truncation` preset) on {len(history):,} messages, "
+        f"{result.tokens_before:,} tokens; fastest of {runs} runs.\n"
+    )
+    print(
+        f"Of its {result.tokens_before:,} tokens, {distinct:,} are in distinct texts: "
+        "smart_truncate encodes each distinct text once (the same file read again, the same "
+        "tool output), the raw pass and trim_messages encode every text. Given the messages' "
+        f"cached counts (`token_counts`, as for a stored session) it takes "
+        f"{best['stored'] * 1000:.0f} ms ({best['stored'] / best['raw']:.2f}x raw).\n"
+    )
+    print(table(HEADERS, [_row(result, seconds, raw, trimmed)]))
+    print()
+    print(
+        goal(
+            f"smart_truncate / raw tiktoken pass = {seconds / raw:.2f}x (≤ 2.5x)",
+            seconds / raw <= 2.5,
+        )
+    )
+    if trimmed:
+        print(
+            goal(
+                f"trim_messages / smart_truncate = {trimmed[0] / seconds:.2f}x (≥ 2x)",
+                trimmed[0] / seconds >= 2,
+            )
+        )
+
+
+def _timed(history: list[Any], runs: int) -> tuple[dict[str, float], TruncateResult, int]:
+    """The fastest raw pass, smart_truncate and smart_truncate with cached counts; the
+    last result; the tokens of the distinct texts."""
     policy = Policy.preset("smart-truncation")
     results: list[TruncateResult] = []
 
@@ -120,65 +156,35 @@ def main(argv: Sequence[str] | None = None) -> None:
     pieces = raw_pieces(history)
     best = fastest(runs, raw=raw_tiktoken_pass(pieces), truncate=truncate, stored=stored)
     distinct = raw_tiktoken_pass(list(dict.fromkeys(pieces)))()
-    result = results[-1]
+    return best, results[-1], distinct
+
+
+HEADERS = (
+    "time",
+    "x raw tiktoken pass",
+    "trim_messages",
+    "messages after",
+    "tokens after (before deletion)",
+    "removed tool calls",
+    "folded file views",
+    "deleted messages (batch)",
+)
+
+
+def _row(
+    result: TruncateResult, seconds: float, raw: float, trimmed: tuple[float, int] | None
+) -> list[object]:
     detail = result.detail
-    log("truncate: trim_messages")
-    trimmed = langchain_trim(history, result.tokens_after, runs)
-    seconds, raw = best["truncate"], best["raw"]
-    print("## Smart truncation: `bench/truncate.py`\n")
-    print(
-        f"`smart_truncate` (`smart-truncation` preset) on {len(history):,} messages, "
-        f"{result.tokens_before:,} tokens; fastest of {runs} runs.\n"
-    )
-    print(
-        f"Of its {result.tokens_before:,} tokens, {distinct:,} are in distinct texts: "
-        "smart_truncate encodes each distinct text once (the same file read again, the same "
-        "tool output), the raw pass and trim_messages encode every text. Given the messages' "
-        f"cached counts (`token_counts`, as for a stored session) it takes "
-        f"{best['stored'] * 1000:.0f} ms ({best['stored'] / best['raw']:.2f}x raw).\n"
-    )
-    print(
-        table(
-            [
-                "time",
-                "x raw tiktoken pass",
-                "trim_messages",
-                "messages after",
-                "tokens after (before deletion)",
-                "removed tool calls",
-                "folded file views",
-                "deleted messages (batch)",
-            ],
-            [
-                [
-                    f"{seconds * 1000:.0f} ms",
-                    f"{seconds / raw:.2f}x ({raw * 1000:.0f} ms)",
-                    f"{trimmed[0] * 1000:.0f} ms ({trimmed[0] / seconds:.2f}x slower)"
-                    if trimmed
-                    else "-",
-                    f"{len(result.messages):,}",
-                    f"{result.tokens_after:,} ({detail['tokens_after_filter']:,})",
-                    f"{detail['removed_tool_calls']:,}",
-                    f"{detail['folded_results']:,}",
-                    f"{detail['deleted_messages']:,} ({detail['batch_size']:,})",
-                ]
-            ],
-        )
-    )
-    print()
-    print(
-        goal(
-            f"smart_truncate / raw tiktoken pass = {seconds / raw:.2f}x (≤ 2.5x)",
-            seconds / raw <= 2.5,
-        )
-    )
-    if trimmed:
-        print(
-            goal(
-                f"trim_messages / smart_truncate = {trimmed[0] / seconds:.2f}x (≥ 2x)",
-                trimmed[0] / seconds >= 2,
-            )
-        )
+    return [
+        f"{seconds * 1000:.0f} ms",
+        f"{seconds / raw:.2f}x ({raw * 1000:.0f} ms)",
+        f"{trimmed[0] * 1000:.0f} ms ({trimmed[0] / seconds:.2f}x slower)" if trimmed else "-",
+        f"{len(result.messages):,}",
+        f"{result.tokens_after:,} ({detail['tokens_after_filter']:,})",
+        f"{detail['removed_tool_calls']:,}",
+        f"{detail['folded_results']:,}",
+        f"{detail['deleted_messages']:,} ({detail['batch_size']:,})",
+    ]
 
 
 if __name__ == "__main__":

@@ -149,32 +149,7 @@ def main(argv: list[str] | None = None) -> None:
     built = time.perf_counter() - started
     client = Client()
     client.force_login(session.owner)
-    base = f"/sessions/{session.pk}/"
-    htmx = {"HTTP_HX_REQUEST": "true"}
-    newest = session.compactions.order_by("-number").first()
-    oldest = session.compactions.order_by("number").first()
-    assert newest is not None
-    assert oldest is not None
-    pages = [
-        ("session page (full)", base, {}),
-        ("history tab (htmx)", f"{base}tabs/history/", htmx),
-        ("now vs before tab (htmx)", f"{base}tabs/compare/", htmx),
-        ("runtime context tab (htmx)", f"{base}tabs/context/", htmx),
-        ("compaction log tab (htmx)", f"{base}tabs/log/", htmx),
-        (
-            f"marker #{newest.number} originals",
-            f"{base}compactions/{newest.number}/originals/",
-            htmx,
-        ),
-        (
-            f"marker #{oldest.number} originals",
-            f"{base}compactions/{oldest.number}/originals/",
-            htmx,
-        ),
-        (f"marker #{newest.number} summary", f"{base}compactions/{newest.number}/summary/", htmx),
-        ("sessions list", "/", {}),
-    ]
-    rows = measure(client, "nested", pages)
+    rows = measure(client, "nested", _nested_pages(session))
     flat = build_flat(session.owner, args.messages, args.compactions)
     flat_base = f"/sessions/{flat.pk}/"
     middle = max(1, args.compactions // 2)
@@ -183,8 +158,8 @@ def main(argv: list[str] | None = None) -> None:
         "imported-style",
         [
             ("session page (full)", flat_base, {}),
-            ("now vs before tab (htmx)", f"{flat_base}tabs/compare/", htmx),
-            (f"marker #{middle} originals", f"{flat_base}compactions/{middle}/originals/", htmx),
+            ("now vs before tab (htmx)", f"{flat_base}tabs/compare/", HTMX),
+            (f"marker #{middle} originals", f"{flat_base}compactions/{middle}/originals/", HTMX),
         ],
     )
     print("## Session page: `bench/ui.py`\n")
@@ -205,6 +180,37 @@ def main(argv: list[str] | None = None) -> None:
                     float(cold) < GOAL_MS and float(kilobytes) < GOAL_KB,
                 )
             )
+
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def _nested_pages(session: Any) -> list[tuple[str, str, dict[str, str]]]:
+    """The nested session's pages: the page, its tabs, the newest and oldest markers."""
+    base = f"/sessions/{session.pk}/"
+    newest = session.compactions.order_by("-number").first()
+    oldest = session.compactions.order_by("number").first()
+    assert newest is not None
+    assert oldest is not None
+    return [
+        ("session page (full)", base, {}),
+        ("history tab (htmx)", f"{base}tabs/history/", HTMX),
+        ("now vs before tab (htmx)", f"{base}tabs/compare/", HTMX),
+        ("runtime context tab (htmx)", f"{base}tabs/context/", HTMX),
+        ("compaction log tab (htmx)", f"{base}tabs/log/", HTMX),
+        (
+            f"marker #{newest.number} originals",
+            f"{base}compactions/{newest.number}/originals/",
+            HTMX,
+        ),
+        (
+            f"marker #{oldest.number} originals",
+            f"{base}compactions/{oldest.number}/originals/",
+            HTMX,
+        ),
+        (f"marker #{newest.number} summary", f"{base}compactions/{newest.number}/summary/", HTMX),
+        ("sessions list", "/", {}),
+    ]
 
 
 def measure(
