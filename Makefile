@@ -18,8 +18,11 @@ CLAUDE_CODE_VERSIONS := $(CLAUDE_CODE_VERSION) $(CLAUDE_CODE_OLDER_VERSION)
 # .venv/codex-<version>; 0.165.0 was tried too and sends the same requests, so one version.
 CODEX_VERSION := 0.171.0
 PG_URL ?= postgresql://postgres@127.0.0.1:5432
+# axe-core, injected by Playwright into every page of the browser tests (tests/browser/
+# test_axe.py): 0 serious or critical accessibility findings. Into .venv/axe-core-<version>.
+AXE_CORE_VERSION := 4.14.1
 
-.PHONY: install run dev test lint typecheck pytest pytest-postgres chromium claude-code codex bench bench-smoke clean
+.PHONY: install run dev test lint typecheck pytest pytest-postgres chromium claude-code axe-core codex bench bench-smoke clean
 
 install: $(STAMP)
 
@@ -64,6 +67,15 @@ codex:
 		@openai/codex@$(CODEX_VERSION) >/dev/null \
 		|| echo "the Codex CLI $(CODEX_VERSION) could not be installed: its tests will be skipped"
 
+# npm's registry only; skipped (with a message) where npm is missing or cannot fetch it.
+axe-core:
+	@prefix=$(VENV)/axe-core-$(AXE_CORE_VERSION); \
+	if [ -f $$prefix/node_modules/axe-core/axe.min.js ]; then exit 0; fi; \
+	if ! command -v npm >/dev/null; then echo "no npm: the accessibility tests will be skipped"; exit 0; fi; \
+	echo "installing axe-core $(AXE_CORE_VERSION) for the accessibility tests"; \
+	npm install --silent --no-audit --no-fund --prefix $$prefix axe-core@$(AXE_CORE_VERSION) >/dev/null \
+		|| echo "axe-core could not be installed: the accessibility tests will be skipped"
+
 run: install
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py ensure_admin
@@ -86,11 +98,11 @@ lint: install
 typecheck: install
 	$(BIN)/mypy .
 
-pytest: install chromium claude-code codex
+pytest: install chromium claude-code codex axe-core
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 # The whole suite again on a throwaway database of the local PostgreSQL, when one answers.
-pytest-postgres: install chromium claude-code codex
+pytest-postgres: install chromium claude-code codex axe-core
 	@if $(BIN)/python scripts/pg_available.py "$(PG_URL)"; then \
 		db=ctxweb_test_$$$$; \
 		DATABASE_URL="$(PG_URL)/$$db" $(BIN)/python -m pytest -n 2 --dist loadgroup \
