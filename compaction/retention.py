@@ -1,15 +1,18 @@
 """The retention check: which identifiers a history mentions, and how many survive compaction.
 
 `extract_identifiers` collects, in order of appearance and without repeats:
-- file paths and URLs written in user/assistant text or in tool inputs (not in tool output,
-  where listings and logs would flood the list); a path has a slash and either an explicit
-  start (`/`, `./`, `../`, `~/`) or a file extension, or is a bare name with a common
-  source/config extension (`models.py`);
+- file paths and URLs written in user/assistant text or in the strings of tool inputs that
+  locate something (paths, commands, URLs: `tool_operations.locator_strings`; not the content
+  a call writes, whose import specifiers and fixture names are no file the agent touched, nor
+  tool output, where listings and logs would flood the list); a path has a slash and either
+  an explicit start (`/`, `./`, `../`, `~/`) or a file extension, or is a bare name with a
+  common source/config extension (`models.py`);
 - the names of tools whose calls failed (`is_error` results);
 - error lines (a `...Error`/`...Exception` name, `Traceback`, `FAILED`, `failed`, `error:`)
   from tool results and user text, trimmed to 200 characters, at most 3 per block; code lines
   of file views (line-numbered) and lines that raise or catch are not errors;
-- the first line of each real user request (rounds, see `messages.starts_round`);
+- the first line of each real user request (rounds, see `messages.starts_round`), harness
+  boilerplate aside (`harness_text`: a caveat or a `<command-name>` is no request);
 - open TODO items: `- [ ] ...` and `TODO: ...` lines, and pending todo-list entries of a
   tool input (`{"todos": [{"content": ..., "status": "pending"}]}`).
 
@@ -30,6 +33,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
+from .harness_text import strip_harness
 from .marked_words import marked_words
 from .messages import (
     blocks_of,
@@ -39,7 +43,8 @@ from .messages import (
     starts_round,
     tool_result_text,
 )
-from .recall import input_strings, measure_recall, recall_around
+from .recall import measure_recall, recall_around
+from .tool_operations import locator_strings
 
 __all__ = ["extract_identifiers", "measure_recall", "recall_around"]
 
@@ -139,7 +144,7 @@ class _Scan:
         elif kind == "tool_use":
             calls[str(block.get("id"))] = str(block.get("name") or "")
             arguments = block.get("input")
-            for text in input_strings(arguments):
+            for text in locator_strings(arguments):
                 self.text(text, False)
             if not isinstance(arguments, dict) or "todos" in arguments:  # the usual input: none
                 for entry in _open_todo_entries(arguments):
@@ -295,7 +300,8 @@ def _is_tool_result(block: Any) -> bool:
 
 
 def _first_line(text: str) -> str:
-    return first_nonblank_line(text).strip()[:_MAX_LINE]
+    """The first line of a request: the person's words, harness boilerplate aside."""
+    return first_nonblank_line(strip_harness(text)).strip()[:_MAX_LINE]
 
 
 def _plain_text(message: Mapping[str, Any]) -> str:

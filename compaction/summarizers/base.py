@@ -22,6 +22,8 @@ class SummaryRequest:
     `part` is (index, count) when the middle was too large for one request
     (`Policy.summary_input_limit`) and `messages` is one part of it: the part summaries are
     merged afterwards.
+    `state_block` is the session state the engine appends to the summary verbatim
+    (`compaction.state_block`): the summarizer writes the narrative around it.
     """
 
     messages: Sequence[Message]
@@ -30,6 +32,7 @@ class SummaryRequest:
     required_identifiers: tuple[str, ...] = ()
     encoding: str | None = None
     part: tuple[int, int] | None = None
+    state_block: str = ""
 
 
 @runtime_checkable

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
+from ..carried_state import without_state_block
 from ..messages import SUMMARY_PREFIX, blocks_of, is_summary_message, tool_result_text
 from ..tokens import compact_json, count_text_tokens
 from .base import SummaryRequest
@@ -77,6 +78,12 @@ _MERGE_NOTE: Final = (
     "decision, error and open item they list, word for word where you can; do not "
     "summarise their prose again."
 )
+_STATE_NOTE: Final = (
+    "The engine appends this session state to your summary, exactly as written here: "
+    "the first and latest requests, the todo list, the unresolved errors and every file "
+    "touched. Do not copy it; write the narrative around it: what the user wants, the "
+    "decisions and their reasons, what was done and found, what comes next.\n{block}"
+)
 _PART_NOTE: Final = (
     "This transcript is part {index} of {count} of a longer conversation. Summarise this "
     "part only: its summary is merged with the others' afterwards."
@@ -95,6 +102,8 @@ def build_user_prompt(request: SummaryRequest) -> str:
     earlier = sum(1 for message in request.messages if is_summary_message(message))
     if earlier:
         parts.append(_MERGE_NOTE.format(count=earlier, plural="y" if earlier == 1 else "ies"))
+    if request.state_block:
+        parts.append(_STATE_NOTE.format(block=request.state_block))
     if request.instructions:
         parts.append(
             "The person who requested this summary adds this guidance about what to keep "
@@ -144,7 +153,7 @@ def serialize_message(number: int, message: Mapping[str, Any]) -> str:
     role = str(message.get("role", "?"))
     if is_summary_message(message):
         text = "\n".join(_block_lines(blocks_of(message)))
-        body = text.removeprefix(SUMMARY_PREFIX).strip()
+        body = without_state_block(text.removeprefix(SUMMARY_PREFIX)).strip()
         return f"[{number}] earlier summary (merge it into yours):\n{body}"
     return f"[{number}] {role}:\n" + "\n".join(_block_lines(blocks_of(message)))
 

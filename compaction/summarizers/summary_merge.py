@@ -6,7 +6,7 @@ the files with their operations, the tool counts, the open items, the errors, wh
 out) and merges each into the new summary's own, where newer facts update older ones.
 The headings are the prompt's SECTIONS, so LLM summaries are read the same way. The file
 outlines appended to a summary (`<system-reminder>` blocks) are not summary lines and are
-skipped.
+skipped, and so is its state block (`state_block`): the engine carries the state itself.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Final
 
+from ..carried_state import without_state_block
 from ..messages import SUMMARY_PREFIX
 from .prompt import CUT_MARKER, SECTIONS
 from .summary_fit import DROPPED_NOTE, KEY_IDENTIFIERS, OLDER_FILES
@@ -63,7 +64,7 @@ def parse_summary(text: str) -> EarlierSummary:
     parsed = EarlierSummary()
     section = GOALS
     in_outline = False
-    for raw in text.removeprefix(SUMMARY_PREFIX).splitlines():
+    for raw in without_state_block(text.removeprefix(SUMMARY_PREFIX)).splitlines():
         line = raw.strip()
         if "<system-reminder>" in line or in_outline:
             in_outline = "</system-reminder>" not in line

@@ -1,5 +1,8 @@
 """Test oracle: compaction/retention.py as of 9b6c383 (before the one-pass rewrite), kept
-verbatim so the equivalence tests compare the fast code with it.
+verbatim so the equivalence tests compare the fast code with it, but for issue 27's two
+changes of definition: a tool input's identifiers come from its locator strings
+(`tool_operations.locator_strings`), and a request's first line leaves harness boilerplate
+aside (`harness_text.strip_harness`).
 
 The retention check: which identifiers a history mentions, and how many survive compaction.
 
@@ -33,6 +36,7 @@ from functools import cached_property
 from itertools import accumulate
 from typing import Any, Final
 
+from compaction.harness_text import strip_harness
 from compaction.messages import (
     blocks_of,
     first_nonblank_line,
@@ -40,6 +44,7 @@ from compaction.messages import (
     starts_round,
     tool_result_text,
 )
+from compaction.tool_operations import locator_strings
 
 __all__ = ["extract_identifiers", "measure_recall"]
 
@@ -192,7 +197,7 @@ def _message_identifiers(
         elif kind == "tool_use":
             calls[str(block.get("id"))] = str(block.get("name") or "")
             arguments = block.get("input")
-            for text in _strings(arguments):
+            for text in locator_strings(arguments):
                 yield from _references(text)
                 yield from _todos(text)
             yield from _open_todo_entries(arguments)
@@ -294,7 +299,7 @@ def _open_todo_entries(arguments: Any) -> Iterator[str]:
 
 
 def _first_line(text: str) -> str:
-    return first_nonblank_line(text).strip()[:_MAX_LINE]
+    return first_nonblank_line(strip_harness(text)).strip()[:_MAX_LINE]
 
 
 def _plain_text(message: Mapping[str, Any]) -> str:
