@@ -27,6 +27,7 @@ SCRIPTS = (
     "fold",
     "compact",
     "truncate",
+    "quality",
     "api",
     "appends",
     "import",
