@@ -58,6 +58,25 @@ class ChartMarker:
     label_y: float = 0.0
     failed: bool = False
     failure_reason: str = ""
+    #: False when every label row is taken near this drop: its label would cover another
+    #: (the drop keeps its line, its link and its title).
+    labelled: bool = True
+
+    @property
+    def hit_x(self) -> float:
+        """Left edge of the drop's invisible tap target, `HIT_WIDTH` wide around the line."""
+        return round(self.x - HIT_WIDTH / 2, 1)
+
+    @property
+    def hit_y(self) -> float:
+        """Top of the tap target: the top of the drop's label."""
+        return self.label_y - LABEL_ROW
+
+    @property
+    def hit_height(self) -> float:
+        """Height of the tap target: from its label down to the plot's bottom."""
+        return HEIGHT - BOTTOM - self.hit_y
+
     #: An offload's record: no marker in the history, so it links to the log.
     offload: bool = False
 
@@ -187,6 +206,11 @@ def _series(
 #: Labels of drops closer than this (in SVG units) are stacked instead of overlapping.
 LABEL_GAP: Final = 22
 LABEL_ROWS: Final = 3
+#: Height of a row of drop labels: more than a 10-unit label's box, so rows never touch.
+LABEL_ROW: Final = 12
+#: Width of a drop's tap target (SVG units; the chart is never drawn smaller than its
+#: viewBox on a phone, static/css/ctxweb.css): 24 px, the WCAG 2.2 minimum.
+HIT_WIDTH: Final = 24
 
 
 def _stagger_labels(markers: list[ChartMarker]) -> list[ChartMarker]:
@@ -198,10 +222,11 @@ def _stagger_labels(markers: list[ChartMarker]) -> list[ChartMarker]:
         if row is None and len(row_ends) < LABEL_ROWS:
             row = len(row_ends)
             row_ends.append(marker.x)
-        elif row is None:
-            row = min(range(LABEL_ROWS), key=lambda i: row_ends[i])
+        if row is None:  # every row is taken here: no label rather than one over another
+            placed.append(dataclasses.replace(marker, label_y=TOP - 4, labelled=False))
+            continue
         row_ends[row] = marker.x
-        placed.append(dataclasses.replace(marker, label_y=TOP - 4 - 11 * row))
+        placed.append(dataclasses.replace(marker, label_y=TOP - 4 - LABEL_ROW * row))
     return placed
 
 
