@@ -44,6 +44,7 @@ __all__ = [
     "PreCall",
     "PreparedContext",
     "StoredCompaction",
+    "check_wanted",
     "post_call_check",
     "precompact",
     "prepare_context",
@@ -111,6 +112,21 @@ class PreCall:
 
     compaction: Compaction | None
     skipped: str | None
+
+    @property
+    def stored(self) -> StoredCompaction | None:
+        """The stored compaction in brief (the proxy's plan carries it)."""
+        return _summary_of(self.compaction)
+
+
+def check_wanted(session: Session, profile: CompactionProfile, reported: int | None = None) -> bool:
+    """Whether a check has anything to do: the session's stored counts (or a model's
+    `reported` usage) are at the threshold or past the soft one, `prepare_at`."""
+    if reported is None:
+        place = session_standing(session, profile)  # the reserved overhead counted
+    else:
+        place = usage_standing(policy_for(session, profile), reported, profile.prepare_at)
+    return place.over_threshold or place.prepare
 
 
 def precompact(session: Session, profile: CompactionProfile) -> PreCall:

@@ -31,7 +31,12 @@ from django.db import transaction
 
 from compaction import tool_use_ids
 from sessions_app.models import CompactionProfile, Session
-from sessions_app.services.compacting.auto import StoredCompaction, post_call_check, prepare_context
+from sessions_app.services.compacting.auto import (
+    StoredCompaction,
+    check_wanted,
+    post_call_check,
+    precompact,
+)
 from sessions_app.services.context.text import Format
 from sessions_app.services.errors import Conflict
 from sessions_app.services.proxying.client_compaction import forwarded_as_sent
@@ -48,9 +53,8 @@ from sessions_app.services.sessions.lifecycle import (
     sessions_for,
 )
 from sessions_app.services.sessions.overhead import remembered_overhead_digest
-from sessions_app.services.sessions.policies import policy_for, profile_for
+from sessions_app.services.sessions.policies import profile_for
 from sessions_app.services.sessions.state import Change, advance
-from sessions_app.services.sessions.threshold import session_standing, usage_over_threshold
 from sessions_app.services.sessions.usage import reported_usage
 
 __all__ = [
@@ -174,8 +178,8 @@ def _plan(
     if (request.mode or profile.proxy_mode) != "compact":  # observe: record only
         return replace(plan, compact=False)
     compaction = None
-    if _over(locked, profile):  # the pre-call check, from the stored counts
-        compaction = prepare_context(locked, fmt=context_format(request.provider)).compaction
+    if check_wanted(locked, profile):  # the pre-call check, from the stored counts
+        compaction = precompact(locked, profile).stored  # docs/behaviour.md#prepared-compaction
         reload_totals(locked)
     head, tail_start = split_context(locked, prefix, context_format(request.provider))
     # a retry whose stored answer is in the rewritten part; a client's own compaction,
@@ -253,8 +257,7 @@ def _record_locked(
     over = False
     if usage is not None:  # what post_call_check records, in this transaction
         changes.update(advance(locked, Change(usage=usage)))
-        policy = policy_for(locked, profile or _profile_of(locked))
-        over = usage_over_threshold(policy, usage["total_tokens"])
+        over = check_wanted(locked, profile or _profile_of(locked), usage["total_tokens"])
     Session.objects.filter(pk=locked.pk).update(**changes)
     return answered, over
 
@@ -301,11 +304,6 @@ def _locked(pk: uuid.UUID) -> Session | None:
 def _profile_of(session: Session) -> CompactionProfile:
     """The session's profile, else the default one (one query)."""
     return profile_for(session)
-
-
-def _over(session: Session, profile: CompactionProfile) -> bool:
-    """The pre-call check (`services.context.runtime.check`) from the locked session's counts."""
-    return session_standing(session, profile).over_threshold  # overhead reserved
 
 
 def _append_new(

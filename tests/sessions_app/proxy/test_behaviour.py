@@ -69,6 +69,8 @@ def test_the_system_prompt_and_tools_count_toward_compacting_before_the_call(
     # A big tool definition beside a short conversation, as Claude Code sends: the messages
     # alone stay under the 1500-token threshold, with the tools they are over it.
     scripted(default="Short summary.")
+    small_profile.prepare_at = None  # compacted in the request (prepared: test_prepared_*)
+    small_profile.save(update_fields=["prepare_at"])
     tools: Any = [
         {
             "name": "Read",
