@@ -27,7 +27,7 @@ from typing import Any
 import psycopg
 
 from bench.common import goal, log, options, table
-from bench.load import Api
+from bench.load_traffic import Api
 from bench.servers import (
     PG_SERVER,
     cpu_seconds,
