@@ -1,0 +1,236 @@
+"""The Codex CLI (`codex exec`, offline) through ctxweb's Responses route (issue 25), both ways
+Codex is pointed at a server: a custom provider (`base_url`, `env_key`, `wire_api =
+"responses"`, its own key and ctxweb's in `X-Ctxweb-Key`) and the built-in provider
+redirected by `openai_base_url` with ctxweb's key as `CODEX_API_KEY`.
+
+The fake upstream (tests/support/fake_responses.py) is the model: it decides each reply from
+the request it gets (the next shell call the history does not hold yet, else the final text),
+with a reasoning item before each call, so Codex's order of requests cannot put it out of
+step. A run is one session keyed by Codex's session id, each function call and its output is
+stored once, and the reasoning items reach the upstream as the fake wrote them. With a small
+auto-compact limit Codex compacts itself (a custom provider: a checkpoint request with no
+tools; the built-in one: a trailing `compaction_trigger` item): forwarded, recorded as a
+compaction point of the same session, and the run goes on in it (window `<session>:1`).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessions_app.models import Compaction, Message, Session
+from tests.support.asgi_server import AsgiServer
+from tests.support.codex import (
+    CTXWEB_KEY_VARIABLE,
+    Provider,
+    require_cli,
+    run_codex,
+    session_id,
+    write_config,
+)
+from tests.support.fake_responses import (
+    CHECKPOINT_PROMPT,
+    LOCAL_SUMMARY,
+    FakeResponses,
+    ResponsesReply,
+    ResponsesRequest,
+    is_local_compaction,
+    is_remote_compaction,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PROMPT = "Write hello.txt with the shell, then read it back."
+FINAL = "All done: hello.txt says hello-from-codex."
+OWN_KEY = "sk-own-openai-key"
+SERVER_KEY = "sk-openai-server-key"
+#: The shell calls of a run, in order: (call id, command).
+STEPS = (
+    ("call_codex_write", "echo hello-from-codex > hello.txt"),
+    ("call_codex_read", "cat hello.txt"),
+)
+#: Codex compacts once a reply's usage passes this (write_config's compact_at).
+COMPACT_AT = 5000
+Item = dict[str, Any]
+
+
+class CodexModel(FakeResponses):
+    """The fake Responses API as Codex's model: the next step of `STEPS` the request does
+    not hold yet, else `FINAL`; after a compaction (its summary or item in the request) the
+    final text. `big_step`: the reply to this step reports usage past `COMPACT_AT`."""
+
+    def __init__(self, big_step: int | None = None) -> None:
+        super().__init__()
+        self.big_step = big_step
+        self.responder = self._next
+
+    def _next(self, request: ResponsesRequest) -> ResponsesReply:
+        if is_remote_compaction(request.body):
+            return ResponsesReply.compaction()
+        if is_local_compaction(request.body):
+            return ResponsesReply.text(LOCAL_SUMMARY)
+        held = json.dumps(request.items)
+        if LOCAL_SUMMARY in held or any(i.get("type") == "compaction" for i in request.items):
+            return ResponsesReply.text(FINAL)
+        for number, (call_id, command) in enumerate(STEPS):
+            if f'"{call_id}"' not in held:
+                usage = COMPACT_AT + 3000 if number == self.big_step else 1000
+                return ResponsesReply.shell(command, call_id).with_usage(usage)
+        return ResponsesReply.text(FINAL, reasoning=True).with_usage(1000)
+
+    def turns(self) -> list[ResponsesRequest]:
+        """The requests Codex sent as turns (not its compaction requests), in order."""
+        return [r for r in self.responses_requests() if r.kind == "turn"]
+
+
+def _model(settings: Any, big_step: int | None = None) -> Iterator[CodexModel]:
+    with CodexModel(big_step) as server:
+        settings.CTXWEB_UPSTREAM_OPENAI_URL = server.base_url.removesuffix("/v1")
+        settings.CTXWEB_UPSTREAM_OPENAI_API_KEY = SERVER_KEY
+        yield server
+
+
+@pytest.fixture
+def model(settings: Any) -> Iterator[CodexModel]:
+    """Codex's model behind ctxweb."""
+    yield from _model(settings)
+
+
+@pytest.fixture
+def compacting_model(settings: Any) -> Iterator[CodexModel]:
+    """Codex's model, its reply to the first shell call past the auto-compact limit."""
+    yield from _model(settings, big_step=0)
+
+
+def _run(
+    provider: Provider,
+    proxy: AsgiServer,
+    ctx_key: str,
+    home: Path,
+    compact_at: int | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """`codex exec PROMPT` through ctxweb: the custom provider with its own key and ctxweb's
+    in `X-Ctxweb-Key`, the built-in one with ctxweb's key as its key."""
+    base_url = f"{proxy.url}/proxy/openai/v1"
+    custom = provider == "custom"
+    write_config(home, base_url, provider, compact_at=compact_at, ctxweb_header=custom)
+    key = OWN_KEY if custom else ctx_key
+    return run_codex(home, PROMPT, key, timeout=50, environment={CTXWEB_KEY_VARIABLE: ctx_key})
+
+
+def _blocks(session: Session, kind: str, key: str) -> Counter[str]:
+    found: Counter[str] = Counter()
+    for row in Message.objects.filter(session=session):
+        for block in row.content if isinstance(row.content, list) else []:
+            if isinstance(block, dict) and block.get("type") == kind:
+                found[str(block.get(key))] += 1
+    return found
+
+
+def _stored_text(session: Session) -> str:
+    rows = Message.objects.filter(session=session).order_by("seq")
+    return json.dumps([row.as_dict() for row in rows])
+
+
+def _outline(session: Session) -> tuple[str, list[tuple[str, list[str]]]]:
+    """A session's key and each message's role and block types (a failure's message)."""
+    rows = Message.objects.filter(session=session).order_by("seq")
+    shapes = [(row.role, [str(b.get("type")) for b in row.content]) for row in rows]
+    return session.proxy_key, shapes
+
+
+def _the_session(codex_id: str) -> Session:
+    sessions = list(Session.objects.all())
+    assert len(sessions) == 1, [_outline(session) for session in sessions]
+    [session] = sessions
+    assert session.external_id == codex_id
+    return session
+
+
+@pytest.mark.parametrize("provider", ["custom", "builtin"])
+def test_a_codex_run_is_one_session_with_each_call_once(
+    provider: Provider,
+    proxy_server: AsgiServer,
+    model: CodexModel,
+    ctx_key: str,
+    tmp_path: Path,
+) -> None:
+    require_cli()
+
+    done = _run(provider, proxy_server, ctx_key, tmp_path)
+
+    assert (done.returncode, done.stdout.strip()) == (0, FINAL), done.stderr
+    assert (tmp_path / "project" / "hello.txt").read_text() == "hello-from-codex\n"
+    turns = model.turns()
+    assert len(turns) == len(STEPS) + 1, [r.kind for r in model.responses_requests()]
+    # the caller's own key upstream (custom), else the server's; never ctxweb's
+    assert {r.api_key for r in turns} == {OWN_KEY if provider == "custom" else SERVER_KEY}
+    assert not [r for r in model.requests if r.method == "GET"]  # ctxweb answered the upgrade
+    codex_id = session_id(done)
+    assert {r.headers.get("session-id") for r in turns} == {codex_id}
+    session = _the_session(codex_id)
+    calls = Counter(call_id for call_id, _ in STEPS)
+    assert _blocks(session, "tool_use", "id") == calls
+    assert _blocks(session, "tool_result", "tool_use_id") == calls
+    assert FINAL in _stored_text(session)
+    _assert_reasoning_reached_upstream_unchanged(model)
+
+
+def _assert_reasoning_reached_upstream_unchanged(model: CodexModel) -> None:
+    """Every reasoning item Codex sent back reached the upstream as the model wrote it
+    (id, summary, encrypted content); at least those of the shell calls did."""
+    sent = {
+        str(item["id"]): item
+        for request in model.turns()
+        for item in request.items
+        if item.get("type") == "reasoning"
+    }
+    assert len(sent) >= len(STEPS), sent
+    for item in sent.values():
+        assert item["encrypted_content"].startswith("gAAAAB-opaque-rs_"), item
+        assert item["summary"][0]["text"].startswith("Plan: call exec_command"), item
+
+
+@pytest.mark.parametrize("provider", ["custom", "builtin"])
+def test_codex_compacting_itself_is_a_compaction_point_of_the_same_session(
+    provider: Provider,
+    proxy_server: AsgiServer,
+    compacting_model: CodexModel,
+    ctx_key: str,
+    tmp_path: Path,
+) -> None:
+    require_cli()
+
+    done = _run(provider, proxy_server, ctx_key, tmp_path, compact_at=COMPACT_AT)
+
+    assert (done.returncode, done.stdout.strip()) == (0, FINAL), done.stderr
+    requests = compacting_model.responses_requests()
+    kinds = [r.kind for r in requests]
+    assert kinds == ["turn", "compaction", "turn"], kinds
+    compacting = requests[1]
+    if provider == "custom":
+        assert compacting.body["tools"] == []
+        assert CHECKPOINT_PROMPT in json.dumps(compacting.items[-1])
+    else:
+        assert compacting.items[-1] == {"type": "compaction_trigger"}
+    codex_id = session_id(done)
+    windows = [r.headers.get("x-codex-window-id") for r in requests]
+    assert windows == [f"{codex_id}:0", f"{codex_id}:0", f"{codex_id}:1"]
+    session = _the_session(codex_id)
+    [point] = Compaction.objects.filter(session=session)
+    assert point.trigger == Compaction.Trigger.IMPORTED
+    if provider == "custom":
+        assert LOCAL_SUMMARY in point.summary
+    else:
+        assert "encrypted" in point.summary.lower() or "opaque" in point.summary.lower()
+    stored = _stored_text(session)
+    assert CHECKPOINT_PROMPT not in stored  # the compaction request is not a turn
+    after = Message.objects.filter(session=session, seq__gt=point.last_seq or 0)
+    assert FINAL in json.dumps([row.as_dict() for row in after])
+    assert _blocks(session, "tool_use", "id") == Counter([STEPS[0][0]])
