@@ -15,9 +15,9 @@ from sessions_app.selectors.changes import SessionStamp
 from sessions_app.selectors.profiles import profiles
 from sessions_app.services.background import jobs
 from sessions_app.services.sessions.threshold import shown_standing
-from sessions_app.viewmodels.blocks import usage_view
 from sessions_app.viewmodels.gauge import context_gauge
 from sessions_app.viewmodels.limits import Limits
+from sessions_app.viewmodels.reported import reported_usage
 from sessions_app.viewmodels.timeline import token_timeline
 
 from .actions import job_phases
@@ -40,12 +40,14 @@ DETAIL_TEMPLATE: Final = "sessions/detail.html"
 def overview_context(session: Session) -> dict[str, Any]:
     """Header stats, context gauge and token timeline of a session."""
     limits = Limits.of(shown_standing(session))  # the engine's threshold answer
+    usage = reported_usage(session)
     return {
         "session": session,
         "limits": limits,
         "gauge": context_gauge(session, limits),
         "chart": token_timeline(session, limits),
-        "reported": usage_view(session.last_usage),
+        "reported": usage.current,
+        "usage": usage,
     }
 
 
