@@ -73,6 +73,7 @@ from .results import (
 from .retention import extract_identifiers, measure_recall
 from .session_compactor import Compactor
 from .smart_truncate import smart_truncate
+from .state_block import expand_path_groups
 from .summarizers import (
     AnthropicSummarizer,
     CallerSummary,
@@ -82,6 +83,7 @@ from .summarizers import (
     Summarizer,
     SummaryRequest,
 )
+from .summary_quality import StateRecall, state_recall
 from .tokens import (
     compact_json,
     configure,
@@ -128,6 +130,7 @@ __all__ = [
     "Problem",
     "PruneResult",
     "ScriptedSummarizer",
+    "StateRecall",
     "StepReport",
     "Summarizer",
     "SummaryError",
@@ -144,6 +147,7 @@ __all__ = [
     "count_tokens",
     "ensure_valid",
     "errors",
+    "expand_path_groups",
     "extract_identifiers",
     "fold_file",
     "fold_files",
@@ -162,6 +166,7 @@ __all__ = [
     "should_compact",
     "smart_truncate",
     "starts_round",
+    "state_recall",
     "tool_result_text",
     "tool_use_ids",
     "validate_messages",

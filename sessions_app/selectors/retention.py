@@ -3,7 +3,11 @@
 The engine's retention check (`compaction.extract_identifiers`, `compaction.measure_recall`)
 names the paths, URLs, failed tools, error lines, requests and open TODOs a history
 mentions (docs/behaviour.md); here it runs on the entries a compaction replaced, read from
-its archive (the stored history's messages when there is none), against the summary alone.
+its archive (the stored history's messages when there is none), against the summary alone,
+its state block's brace groups written out (`compaction.expand_path_groups`). The session
+state the summary must keep is checked with the quality benchmark's definitions
+(`compaction.state_recall`, docs/behaviour.md#what-a-summary-always-keeps): the touched
+files, todo items and unresolved errors it no longer holds.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from compaction import extract_identifiers, measure_recall
+from compaction import expand_path_groups, extract_identifiers, measure_recall, state_recall
 from sessions_app.models import Compaction, Message
 from sessions_app.services.compacting.archives import ArchiveUnavailable, read_archive
 
@@ -32,6 +36,20 @@ class LostIdentifiers:
     total: int
     missing: tuple[str, ...]
     source: Source
+    #: The session state the summary no longer holds (`compaction.state_recall`).
+    missing_files: tuple[str, ...] = ()
+    missing_todos: tuple[str, ...] = ()
+    missing_errors: tuple[str, ...] = ()
+
+    @property
+    def missing_state(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """The kinds of state item the summary lost, each with its missing items."""
+        kinds = (
+            ("touched files", self.missing_files),
+            ("todo items", self.missing_todos),
+            ("unresolved errors", self.missing_errors),
+        )
+        return tuple((kind, items) for kind, items in kinds if items)
 
     @property
     def kept(self) -> int:
@@ -64,7 +82,8 @@ def _originals(compaction: Compaction) -> tuple[list[dict[str, Any]], Source]:
 
 
 def _summary_messages(summary: str) -> Sequence[dict[str, Any]]:
-    return [{"role": "user", "content": [{"type": "text", "text": summary}]}]
+    text = expand_path_groups(summary)
+    return [{"role": "user", "content": [{"type": "text", "text": text}]}]
 
 
 def lost_identifiers(compaction: Compaction) -> LostIdentifiers:
@@ -73,5 +92,14 @@ def lost_identifiers(compaction: Compaction) -> LostIdentifiers:
     if not messages:
         return LostIdentifiers(total=0, missing=(), source="none")
     identifiers = extract_identifiers(messages)
-    _, missing = measure_recall(identifiers, _summary_messages(compaction.summary))
-    return LostIdentifiers(total=len(identifiers), missing=tuple(missing), source=source)
+    summary = _summary_messages(compaction.summary)
+    _, missing = measure_recall(identifiers, summary)
+    state = state_recall(messages, summary)
+    return LostIdentifiers(
+        total=len(identifiers),
+        missing=tuple(missing),
+        source=source,
+        missing_files=state.missing_files,
+        missing_todos=state.missing_todos,
+        missing_errors=state.missing_errors,
+    )
