@@ -280,6 +280,9 @@ CTXWEB_TIKTOKEN_DIR = os.environ.get("CTXWEB_TIKTOKEN_DIR", "")
 # Counts from bpe-openai's faster counter (same figures; its tables cost memory per process).
 CTXWEB_FAST_TOKEN_COUNTING = env_bool("CTXWEB_FAST_TOKEN_COUNTING", True)
 CTXWEB_SUMMARY_MODEL = os.environ.get("CTXWEB_SUMMARY_MODEL", "")
+# The MCP server at /mcp (sessions_app/mcp/) and the recall line of summaries (README, "Let
+# the agent look back"); off: /mcp answers 404 and summaries carry no recall line.
+CTXWEB_MCP_ENABLED = env_bool("CTXWEB_MCP_ENABLED", True)
 ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
 ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")
 # Variables a summarizer configuration may name for its key besides CTXWEB_SUMMARY_KEY_*

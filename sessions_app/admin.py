@@ -106,6 +106,7 @@ class CompactionProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         ),
         ("Offloading", {"fields": ("offload_min_chars",)}),
         ("Proxy", {"fields": ("proxy_mode",)}),
+        ("MCP server", {"fields": ("recall_line",)}),
     )
 
     @admin.display(description="Trigger", ordering="trigger_ratio")

@@ -55,6 +55,9 @@ HELP_TEXTS: Final[dict[str, str]] = {
     "summaries and the summarizer choice and summary model are unused.",
     "proxy_mode": "What the proxy does with this profile's requests; the X-Ctxweb-Mode "
     "header overrides it per request.",
+    "recall_line": "Summaries end with one line naming the compacted messages' range and "
+    "session, so a model using ctxweb's MCP server can read them back (README, \"Let the "
+    "agent look back\"). Used while the MCP server is enabled (CTXWEB_MCP_ENABLED).",
     "encoding": "Tokenizer used to count tokens (e.g. o200k_base, cl100k_base).",
     "context_limit": "Tokens: the model's context window.",
     "trigger_ratio": "% of the context limit: compaction starts when the context reaches it "
@@ -218,6 +221,7 @@ class CompactionProfileForm(forms.ModelForm):  # type: ignore[type-arg]
             "summarizer",
             "summarizer_config",
             "proxy_mode",
+            "recall_line",
             *CompactionProfile.POLICY_FIELDS,
         )
         help_texts = HELP_TEXTS

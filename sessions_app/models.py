@@ -109,6 +109,11 @@ class CompactionProfile(PrepareSettings, models.Model):
         default="compact",
         help_text="The proxy's mode (README): X-Ctxweb-Mode overrides it per request.",
     )
+    recall_line = models.BooleanField(
+        default=True,
+        help_text="Summaries name their range and session in one line, for the MCP server's "
+        "read_messages tool (while the MCP server is enabled: CTXWEB_MCP_ENABLED).",
+    )
 
     #: Model fields that map one to one onto compaction.Policy fields.
     POLICY_FIELDS = (

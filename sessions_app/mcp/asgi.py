@@ -58,6 +58,9 @@ class McpRoute:
         self._running: dict[asyncio.AbstractEventLoop, _Running] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not getattr(settings, "CTXWEB_MCP_ENABLED", True):
+            await _answer(send, 404, {"error": "the MCP server is not enabled"})
+            return
         if not _allowed_host(scope):
             await _answer(send, 400, {"error": "Host not allowed"})
             return

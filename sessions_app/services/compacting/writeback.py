@@ -19,6 +19,7 @@ from django.utils import timezone
 from compaction import SUMMARY_KEY, is_summary_message, message_token_counts, tool_use_ids
 from sessions_app.models import Compaction, ContextEntry, Session
 from sessions_app.services.compacting.archives import ArchivedEntry, ArchiveHeader, write_archive
+from sessions_app.services.compacting.recall_line import add_recall_line
 from sessions_app.services.errors import Conflict, InvariantError
 from sessions_app.services.sessions.entries import (
     ENTRY_KEY,
@@ -136,6 +137,7 @@ def commit_context(
             compaction.archive.name = stored_name
             compaction.save()
             _apply(session, compaction, plan)
+            add_recall_line(session, compaction, meta.encoding)  # issue 28
             save_entry_counters(session)
     except BaseException:
         if stored_name:
