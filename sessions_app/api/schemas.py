@@ -43,7 +43,7 @@ __all__ = [
     "Text",
 ]
 
-ContextFormat = Literal["anthropic", "openai"]
+ContextFormat = Literal["anthropic", "openai", "responses"]
 
 
 def _refuse_nul(value: Any, info: ValidationInfo) -> Any:

@@ -89,7 +89,7 @@ class ImportOut(Schema):
 
 
 class ExportQuery(Schema):
-    format: Literal["anthropic", "openai", "markdown"] = "anthropic"
+    format: Literal["anthropic", "openai", "responses", "markdown"] = "anthropic"
     what: Literal["context", "history"] = "context"
 
 

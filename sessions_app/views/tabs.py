@@ -38,7 +38,7 @@ TAB_TEMPLATES: Final = {
     "context": "sessions/_context.html#tab",
     "log": "sessions/_log.html#tab",
 }
-CONTEXT_FORMATS: Final = ("anthropic", "openai")
+CONTEXT_FORMATS: Final[tuple[Format, ...]] = ("anthropic", "openai", "responses")
 #: Contexts up to this size are shown indented; larger ones as the API sends them.
 PRETTY_MAX_CHARS: Final = 1_000_000
 #: At most this much of a context is put in the page (the download has it all).
@@ -55,7 +55,8 @@ def _compare(_request: HttpRequest, session: Session) -> dict[str, Any]:
 
 
 def _format(request: HttpRequest) -> Format:
-    return "openai" if request.GET.get("format") == "openai" else "anthropic"
+    wanted = request.GET.get("format")
+    return next((fmt for fmt in CONTEXT_FORMATS if fmt == wanted), "anthropic")
 
 
 def _context(request: HttpRequest, session: Session) -> dict[str, Any]:

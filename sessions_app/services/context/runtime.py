@@ -28,7 +28,7 @@ __all__ = [
     "system_text",
 ]
 
-_FORMATS = ("anthropic", "openai")
+_FORMATS = ("anthropic", "openai", "responses")
 
 
 def runtime_messages(session: Session) -> list[dict[str, Any]]:
@@ -81,6 +81,8 @@ def context_payload(
     anthropic: the leading system messages joined into `system`, then role/content messages.
     openai: one chat array in `messages` (system first, tool_calls, `role: "tool"` results);
     `system` is repeated beside it for convenience.
+    responses: OpenAI Responses items in `messages` (developer messages for the system
+    part, function calls and their outputs, reasoning: exporters/responses.py).
     """
     _check_format(fmt)
     system, messages, tokens = payload_parts(load_entries(session), fmt)
@@ -130,7 +132,7 @@ def context_json(
 
 def _check_format(fmt: str) -> None:
     if fmt not in _FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; known: anthropic, openai")
+        raise ValueError(f"unknown format {fmt!r}; known: {', '.join(_FORMATS)}")
 
 
 def check(

@@ -81,7 +81,7 @@ def save(key: str, fmt: str, header: dict[str, Any], data: bytes) -> None:
 
 def remove(key: str) -> None:
     """Forget the stored responses of session `key`."""
-    for fmt in ("anthropic", "openai"):
+    for fmt in ("anthropic", "openai", "responses"):
         _path(key, fmt).unlink(missing_ok=True)
 
 

@@ -22,10 +22,10 @@ In process rather than in Django's cache: a shared cache would move megabytes pe
 (the production example uses the database as its cache), where a local hit costs nothing.
 Each response built is also written to a file (services/context/store.py), so a process
 without a usable copy (none, or one of an older revision) reads it instead of rebuilding
-it, with the same stamp check. For a change that replaces entries,
-`session_state.advance` asks for `refresh_after_commit`: once committed,
-the writer rebuilds the file (only for the formats someone read), so the first read after
-a compaction, revert or offload, in any process sharing the store, finds it ready.
+it, with the same stamp check. For a change that replaces entries, `sessions/state.advance`
+asks for `refresh_after_commit`: once committed, the writer rebuilds the file (only for the
+formats someone read), so the first read after a compaction, revert or offload, in any
+process sharing the store, finds it ready.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from django.db import DatabaseError, transaction
 from django.db.models import TextField
 from django.db.models.functions import Cast, Coalesce
 
-from sessions_app.exporters import request_messages, to_openai
+from sessions_app.exporters import request_messages, to_openai, to_responses
 from sessions_app.models import ContextEntry, Session
 from sessions_app.services.context import store as context_store
 from sessions_app.services.context.openai import (
@@ -53,7 +53,7 @@ from sessions_app.services.context.openai import (
     system_text,
 )
 from sessions_app.services.context.sized_cache import SizedCache
-from sessions_app.services.sessions.entries import entry_message
+from sessions_app.services.sessions.entries import entry_message, load_entries
 
 __all__ = [
     "ContextText",
@@ -69,7 +69,7 @@ __all__ = [
 
 logger = logging.getLogger("sessions_app")
 
-Format = Literal["anthropic", "openai"]
+Format = Literal["anthropic", "openai", "responses"]
 #: (context_revision, version) of a session as read from the database.
 Stamp = tuple[int, int]
 #: (position, role, token_count, content as stored JSON text) of one entry.
@@ -305,6 +305,8 @@ def payload_parts(
     system = system_text(messages[:head])
     if fmt == "openai":
         return system, to_openai(messages)["messages"], tokens
+    if fmt == "responses":
+        return system, to_responses(messages)["input"], tokens
     return system, request_messages(messages)[1], tokens
 
 
@@ -323,6 +325,8 @@ def _built(
     if fmt == "openai":
         built = openai_body(session)
         return _openai_text(built, stamp, built.tokens, limit, overhead)
+    if fmt == "responses":
+        return _responses_text(session, stamp, limit, overhead)
     rows = _raw_rows(session)
     head = 0
     while head < len(rows) and rows[head][1] == "system":
@@ -352,6 +356,8 @@ def _extended(
 ) -> ContextText | None:
     """The cached text with the entries appended since (None: nothing new found, or the
     new entries do not simply continue the alternation, or in OpenAI form their conversion)."""
+    if cached.fmt == "responses":
+        return None  # rebuilt: items do not map one to one onto entries
     if cached.fmt == "openai":
         found = openai_extended(
             session,
@@ -378,6 +384,29 @@ def _extended(
         fmt=cached.fmt,
         open_tail=True,
         last_role=rows[-1][1],
+        overhead=overhead,
+    )
+
+
+def _responses_text(
+    session: Session, stamp: Stamp, limit: int | None, overhead: int
+) -> ContextText:
+    """The Responses form: `{"system": …, "messages": [items…], …tail}`, the items as
+    exporters/responses.py renders them (`messages`, as the other formats' responses have)."""
+    entries = load_entries(session)
+    system, items, tokens = payload_parts(entries, "responses")
+    head = json.dumps({"system": system, "messages": items}, cls=DjangoJSONEncoder)
+    body = head[:-2].encode()  # without `]}`: the tail closes the list
+    tail = response_tail("responses", tokens + overhead, limit)
+    return ContextText(
+        *stamp,
+        last_position=entries[-1].position if entries else -1,
+        tokens=tokens,
+        data=body + tail,
+        split=len(body),
+        limit=limit,
+        fmt="responses",
+        open_tail=False,
         overhead=overhead,
     )
 
