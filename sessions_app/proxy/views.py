@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from dataclasses import replace
 from typing import Any, Final
 
 import httpx
@@ -18,8 +19,9 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from sessions_app.services.proxying.overflow import replan_after_overflow
 from sessions_app.services.proxying.summaries import ConversationUpstream, summaries_through
-from sessions_app.services.proxying.turns import plan_request
+from sessions_app.services.proxying.turns import ProxyPlan, plan_request
 
 from ..auth import Throttled
 from ..middleware import max_body_bytes, oversized_body
@@ -33,6 +35,7 @@ from .errors import error_response
 from .mapping import MAX_NAME, proxy_request
 from .openai import OpenAIAdapter
 from .outage import database_paused, note_failure
+from .overflow import Overflow, overflow_of
 from .pool import upstream_client
 from .recorder import Recording, relay
 from .responses_route import (
@@ -289,6 +292,9 @@ async def _forward(
         await _close(owned)
         logger.warning("proxy: upstream unreachable: %s", type(error).__name__)
         return error_response(adapter.provider, 502, "api_error", "upstream unreachable")
+    if recording is not None and recording.compact and upstream.status_code == 400:
+        sent = (client, url, headers)
+        upstream, recording = await _retried(request, adapter, caller, sent, upstream, recording)
     content_type = upstream.headers.get("content-type", "")
     answered = upstream.status_code == 200 and recording is not None
     if content_type.startswith("text/event-stream") and isinstance(request, ASGIRequest):
@@ -306,6 +312,54 @@ async def _forward(
     if answered and recording is not None:
         await recording.store(recording.answer_of(data, content_type))
     return _with_headers(HttpResponse(data, status=upstream.status_code), upstream)
+
+
+async def _retried(
+    request: HttpRequest,
+    adapter: Adapter,
+    caller: Caller,
+    sent: tuple[httpx.AsyncClient, str, dict[str, str]],
+    upstream: httpx.Response,
+    recording: Recording,
+) -> tuple[httpx.Response, Recording]:
+    """After the upstream refused the request as too long (compact mode): the session
+    compacted harder and the request sent once more, whose answer, error or not, is the
+    client's (docs/behaviour.md#overflow-recovery). The first answer, read, when it is no
+    such refusal, nothing could be compacted, or the retry could not be sent."""
+    overflow = overflow_of(adapter.provider, upstream.status_code, await upstream.aread())
+    if overflow is None:
+        return upstream, recording
+    plan = await step(_replanned, asgi=recording.asgi)(recording.plan, adapter, caller, overflow)
+    if plan is None or plan.head is None:
+        return upstream, recording
+    decoded, _ = decode_body(request.body)
+    ascii = _UNSTORABLE.search(request.body) is not None
+    body = _rewritten(adapter, decoded, plan.head, plan.tail_start, ascii)
+    client, url, headers = sent
+    try:
+        retry = await client.send(
+            client.build_request("POST", url, content=body, headers=headers, timeout=timeout()),
+            stream=True,
+        )
+    except httpx.HTTPError:
+        return upstream, recording
+    await upstream.aclose()
+    return retry, replace(recording, plan=plan)
+
+
+def _replanned(
+    plan: ProxyPlan, adapter: Adapter, caller: Caller, overflow: Overflow
+) -> ProxyPlan | None:
+    """The retry's plan (services/proxying/overflow.py), its summaries written through the
+    conversation's upstream as the request's were; None (logged) when it failed."""
+    model = plan.request.model if plan.request is not None else ""
+    try:
+        with summaries_through(ConversationUpstream(adapter.provider, model, caller.credentials)):
+            return replan_after_overflow(plan, limit=overflow.limit, counted=overflow.counted)
+    except Exception as error:
+        note_failure(error)
+        logger.exception("proxy: overflow recovery failed; the upstream's error is answered")
+        return None
 
 
 async def _close(client: httpx.AsyncClient | None) -> None:

@@ -45,6 +45,7 @@ __all__ = [
     "PreparedContext",
     "StoredCompaction",
     "check_wanted",
+    "enforce_hard_limit",
     "post_call_check",
     "precompact",
     "prepare_context",
@@ -144,7 +145,7 @@ def precompact(session: Session, profile: CompactionProfile) -> PreCall:
         stored, skipped = _compacted(session, profile)
     elif skipped is None:
         stored, skipped = _ahead(session, profile, place)
-    truncation = _enforce_hard_limit(session, profile, policy)
+    truncation = enforce_hard_limit(session, profile, policy)
     return PreCall(truncation or stored, skipped)
 
 
@@ -272,11 +273,15 @@ def _compact_logged(session: Session, profile: CompactionProfile) -> CompactionO
     return outcome
 
 
-def _enforce_hard_limit(
-    session: Session, profile: CompactionProfile, policy: Policy
+def enforce_hard_limit(
+    session: Session,
+    profile: CompactionProfile,
+    policy: Policy,
+    *,
+    trigger: str = Compaction.Trigger.HARD_LIMIT,
 ) -> Compaction | None:
     """Hard truncation when the context is still over the hard limit
-    (docs/behaviour.md#hard-truncation)."""
+    (docs/behaviour.md#hard-truncation), recorded with `trigger`."""
     reload_totals(session)
     if not standing(policy, session.context_tokens).over_hard_limit:
         return None
@@ -293,6 +298,7 @@ def _enforce_hard_limit(
     if not result.truncated:
         return None
     meta = _truncation_meta(profile, policy, result)
+    meta.trigger = trigger
     try:
         compaction = commit_context(snapshot, result.messages, meta)
     except (ServiceError, OSError) as error:
