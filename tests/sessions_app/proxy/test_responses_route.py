@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 import zstandard
+from django.urls import reverse
 
 from sessions_app.models import Compaction, ContextEntry, Message, Session
 from tests.sessions_app.proxy.responses_fake import Failure, FakeResponses, message
@@ -225,7 +226,9 @@ def test_codex_builtin_compaction_is_an_opaque_compaction_point(
     assert answer.status_code == 200
     point = Compaction.objects.get(session=session)
     assert "opaque" in point.summary
-    assert point.details.get("opaque") is True or "opaque" in json.dumps(point.details)
+    assert point.details["source"]["opaque"] is True
+    assert point.details["source"]["client"] is True
+    assert point.details["source"]["block"] == item  # the encrypted summary is kept
     summary = ContextEntry.objects.get(session=session, kind=ContextEntry.Kind.SUMMARY)
     assert summary.compaction_id == point.pk
     window = [DEVELOPER, _user("First task"), item, _user("Go on")]
@@ -233,3 +236,20 @@ def test_codex_builtin_compaction_is_an_opaque_compaction_point(
     assert answer.status_code == 200
     assert Session.objects.count() == 1
     assert upstream.bodies()[-1]["input"] == window
+
+
+def test_the_history_page_says_a_client_compaction_is_opaque(
+    proxy_server: Any, ctx_key: str, upstream: FakeResponses, client: Any, user: Any
+) -> None:
+    history = _two_turns(proxy_server, ctx_key, upstream)
+    upstream.script([{"type": "compaction", "id": "cmp_1", "encrypted_content": "X" * 40}])
+    _post(proxy_server, ctx_key, _body([*history, {"type": "compaction_trigger"}]))
+    session = Session.objects.get()
+    client.force_login(user)
+    answer = client.get(
+        reverse("ui:tab", args=[session.pk, "history"]), headers={"HX-Request": "true"}
+    )
+    assert answer.status_code == 200
+    page = answer.content.decode()
+    assert "opaque summary (encrypted by the provider)" in page
+    assert "made by the client" in page
