@@ -22,6 +22,7 @@ from sessions_app.models import Message, Session
 from sessions_app.services.errors import InvalidInput
 from sessions_app.services.importing.binary import HEAD_BYTES, binary_problem
 from sessions_app.services.importing.merge import MergeResult, merge_imported
+from sessions_app.services.importing.proxied import is_proxied, not_held_by_proxy
 from sessions_app.services.importing.store import store_imported
 from sessions_app.unstorable import clean_text
 
@@ -187,7 +188,10 @@ def update_session(session: Session, imported: ImportedSession, *, start_seq: in
 def merge_tree(session: Session, imported: ImportedSession, *, start_seq: int = 0) -> MergeResult:
     """Merge `imported` into `session` and each of its subagents into its stored child (one
     not stored yet is stored now). The counts add up the rows written in every session of
-    the tree; `end_seq` is the main session's."""
+    the tree; `end_seq` is the main session's. A session the proxy records too gets only
+    what the proxy does not hold, after its last message (proxied.py)."""
+    if is_proxied(session):
+        imported, start_seq = not_held_by_proxy(session, imported), session.next_seq
     result = merge_imported(session, imported, start_seq=start_seq)
     if imported.source_path and not session.source_path:
         session.source_path = clean_text(imported.source_path)[:1024]

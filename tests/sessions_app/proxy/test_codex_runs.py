@@ -30,6 +30,7 @@ from tests.support.codex import (
     CTXWEB_KEY_VARIABLE,
     Provider,
     require_cli,
+    rollouts,
     run_codex,
     session_id,
     write_config,
@@ -43,6 +44,7 @@ from tests.support.fake_responses import (
     is_local_compaction,
     is_remote_compaction,
 )
+from tests.support.replay import count, describe, import_once, watch_in_chunks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -234,3 +236,59 @@ def test_codex_compacting_itself_is_a_compaction_point_of_the_same_session(
     after = Message.objects.filter(session=session, seq__gt=point.last_seq or 0)
     assert FINAL in json.dumps([row.as_dict() for row in after])
     assert _blocks(session, "tool_use", "id") == Counter([STEPS[0][0]])
+
+
+@pytest.mark.parametrize("how", ["import", "watch"])
+def test_a_proxied_run_imported_or_watched_too_stays_one_session(
+    how: str,
+    proxy_server: AsgiServer,
+    model: CodexModel,
+    ctx_key: str,
+    tmp_path: Path,
+    user: Any,
+) -> None:
+    """Codex's rollout of a proxied run, imported (twice) or watched in pieces cut mid-line
+    by the same user, finds the proxied session by Codex's session id and adds nothing: the
+    proxy holds every message of it (the developer messages as its overhead)."""
+    require_cli()
+    done = _run("custom", proxy_server, ctx_key, tmp_path / "home")
+    assert done.returncode == 0, done.stderr
+    [rollout] = rollouts(tmp_path / "home")
+    proxied = describe(user)
+    assert count(proxied) == 1
+
+    if how == "import":
+        import_once(rollout, user)
+        after = import_once(rollout, user)
+    else:
+        size = rollout.stat().st_size
+        cuts = [size // 4, size // 2 + 3, size - size // 7]
+        after = watch_in_chunks(rollout, cuts, tmp_path / "watched", user)
+
+    assert after == proxied
+    session = _the_session(session_id(done))
+    assert session.source_path.endswith(rollout.name)
+
+
+def test_what_the_proxy_missed_is_taken_from_the_rollout_once(
+    proxy_server: AsgiServer, model: CodexModel, ctx_key: str, tmp_path: Path, user: Any
+) -> None:
+    """The final answer the proxy did not store (a client gone before the stream ended, say)
+    is appended from the rollout, once however often it is read."""
+    require_cli()
+    done = _run("custom", proxy_server, ctx_key, tmp_path / "home")
+    assert done.returncode == 0, done.stderr
+    [rollout] = rollouts(tmp_path / "home")
+    session = _the_session(session_id(done))
+    last = Message.objects.filter(session=session).order_by("seq").last()
+    assert last is not None
+    assert FINAL in json.dumps(last.content)
+    last.delete()
+
+    import_once(rollout, user)
+    import_once(rollout, user)
+
+    rows = list(Message.objects.filter(session=session).order_by("seq"))
+    assert [FINAL in json.dumps(row.content) for row in rows].count(True) == 1
+    assert (rows[-1].role, FINAL in json.dumps(rows[-1].content)) == ("assistant", True)
+    assert Session.objects.count() == 1
