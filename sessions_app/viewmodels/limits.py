@@ -34,6 +34,12 @@ class Limits:
             over_threshold=standing.over_threshold,
         )
 
+    @property
+    def token(self) -> str:
+        """What a page drew of these limits, as its live poll carries it back: the poll
+        answers with a fresh overview once it differs (an admin changed the profile)."""
+        return f"{self.threshold}/{self.context_limit}/{self.trigger_ratio:g}/{self.profile_name}"
+
     def usage(self, tokens: int) -> float:
         """`tokens` as a fraction of the context limit (may exceed 1)."""
         return tokens / self.context_limit if self.context_limit else 0.0

@@ -18,6 +18,8 @@ from django.views.decorators.http import require_GET
 
 from sessions_app.selectors import changes
 from sessions_app.selectors.changes import SessionStamp
+from sessions_app.services.sessions.threshold import shown_standing
+from sessions_app.viewmodels.limits import Limits
 from sessions_app.viewmodels.live import live_update
 
 from .common import owned_session, session_changed
@@ -42,12 +44,17 @@ def _unchanged() -> HttpResponse:
 def session_changes(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """204 when the session is still at `since`; else the new stamp, the header stats and
     gauge, and the history's new rows (or the whole history after a compaction), all as
-    out-of-band swaps. With another tab open, the page is told to reload that tab."""
+    out-of-band swaps. With another tab open, the page is told to reload that tab.
+    `limits` (the page's `Limits.token`, sent by every fifth poll): the limits it drew; when
+    they no longer hold (a profile changed in the admin), the overview is drawn again."""
     since = SessionStamp.parse(request.GET.get("since", ""))
     now = changes.session_stamp(request.user, session_id)
-    if since == now:
+    drawn = request.GET.get("limits")
+    if since == now and drawn is None:
         return _unchanged()
     session = owned_session(request, session_id)
+    if since == now and drawn == Limits.of(shown_standing(session)).token:
+        return _unchanged()  # only the limits were asked about, and they are as drawn
     context = overview_context(session)
     context.update(live=now, oob=True)
     if request.GET.get("tab", "history") != "history":

@@ -26,11 +26,21 @@
     }
   });
 
+  // Every LIMITS_EVERY-th poll of a session page (and the first) also carries the limits it
+  // drew (data-limits): a threshold changed in the admin does not move the session's stamp,
+  // so the server compares them and answers with a fresh overview when they differ. The
+  // other polls stay one query each.
+  var LIMITS_EVERY = 5;
+  var polls = 0;
+
   document.addEventListener("htmx:configRequest", function (event) {
     var elt = event.target;
     if (!(isLive(elt) && elt.hasAttribute("data-live-tabs"))) { return; }
     var tab = document.querySelector("#session-tabs [role=tab][aria-selected=true]");
     event.detail.parameters.tab = tab ? tab.getAttribute("data-tab") : "history";
+    if (polls++ % LIMITS_EVERY === 0 && elt.hasAttribute("data-limits")) {
+      event.detail.parameters.limits = elt.getAttribute("data-limits");
+    }
   });
 
   document.addEventListener("visibilitychange", function () {

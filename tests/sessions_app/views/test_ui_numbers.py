@@ -158,3 +158,42 @@ def test_the_admin_add_form_starts_from_the_balanced_preset(admin_client: Client
         value = re.search(r'value="([^"]*)"', field.group(0))
         assert value is not None, f"{name} has no initial value"
         assert value.group(1) == percent_text(getattr(balanced, name))
+
+
+def _poller(html: str) -> tuple[str, str]:
+    tag = re.search(r'<div id="live-session"[^>]*>', html)
+    assert tag is not None
+    stamp = re.search(r'data-stamp="([^"]+)"', tag.group(0))
+    limits = re.search(r'data-limits="([^"]+)"', tag.group(0))
+    assert stamp is not None
+    assert limits is not None
+    return stamp.group(1), limits.group(1)
+
+
+def test_the_live_poll_carries_a_threshold_change(
+    ui_session: UiSession, logged_in: Client, django_assert_max_num_queries: Any
+) -> None:
+    session = ui_session.session
+    page = logged_in.get(reverse("ui:session", args=[session.pk])).content.decode()
+    stamp, limits = _poller(page)
+    url = reverse("ui:session_changes", args=[session.pk])
+    asked = f"{url}?since={stamp}&tab=history&limits={limits}"
+    assert logged_in.get(asked, HTTP_HX_REQUEST="true").status_code == 204
+    profile = session.profile
+    assert profile is not None
+    # An admin lowers the threshold: the session's stamp does not move.
+    CompactionProfile.objects.filter(pk=profile.pk).update(trigger_ratio=0.5)
+
+    plain = f"{url}?since={stamp}&tab=history"
+    with django_assert_max_num_queries(3):  # the polls without `limits` stay cheap
+        assert logged_in.get(plain, HTTP_HX_REQUEST="true").status_code == 204
+    response = logged_in.get(asked, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'id="overview"' in html
+    assert "threshold 3k (50%)" in html
+    new_stamp, new_limits = _poller(html)
+    assert new_stamp == stamp
+    assert new_limits != limits
+    again = f"{url}?since={stamp}&tab=history&limits={new_limits}"
+    assert logged_in.get(again, HTTP_HX_REQUEST="true").status_code == 204
