@@ -292,3 +292,35 @@ def test_what_the_proxy_missed_is_taken_from_the_rollout_once(
     assert [FINAL in json.dumps(row.content) for row in rows].count(True) == 1
     assert (rows[-1].role, FINAL in json.dumps(rows[-1].content)) == ("assistant", True)
     assert Session.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        (ResponsesReply.context_exceeded(), "ran out of room in the model's context window"),
+        (ResponsesReply.rate_limited("1"), "429 Too Many Requests"),
+        (ResponsesReply.error_in_stream(), "stream closed before response.completed"),
+    ],
+    ids=["response.failed", "429", "error-event"],
+)
+def test_an_upstream_failure_reaches_codex_as_sent(
+    reply: ResponsesReply,
+    said: str,
+    proxy_server: AsgiServer,
+    model: CodexModel,
+    ctx_key: str,
+    tmp_path: Path,
+) -> None:
+    """A `response.failed` (context_length_exceeded), a 429 and an `error` event come to
+    Codex as the upstream sent them: it reports each as it does talking to OpenAI, and
+    ctxweb neither retries nor loses the turn's request (its prompt is stored)."""
+    require_cli()
+    model.script(reply)
+
+    done = _run("custom", proxy_server, ctx_key, tmp_path)
+
+    assert done.returncode == 1
+    assert said in done.stderr, done.stderr
+    assert [r.kind for r in model.responses_requests()] == ["turn"]
+    [session] = Session.objects.all()
+    assert PROMPT in _stored_text(session)
