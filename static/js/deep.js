@@ -250,14 +250,15 @@
   // A page opened at "#compaction-n" (a link from another tab or page) goes there too.
   function fromHash() {
     // A page brought back with its place (place.js: Back, reload) reopens that place instead.
-    if (window.history.state && window.history.state.ctxPlace) { return; }
+    if (document.documentElement.hasAttribute("data-place-restoring")) { return; }
     var match = window.location.hash.match(HASH);
     if (match) { goTo(Number(match[1])); }
   }
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", fromHash);
-  } else {
+  // At DOMContentLoaded, after every deferred script (place.js among them) has run.
+  if (document.readyState === "complete") {
     fromHash();
+  } else {
+    document.addEventListener("DOMContentLoaded", fromHash);
   }
   window.addEventListener("hashchange", fromHash);
 })();

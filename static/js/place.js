@@ -7,6 +7,9 @@
  * It is written as the reader opens, closes and scrolls, and again when the page is left.
  * A page loaded into an entry that has a place opens those regions again, level by level
  * (a nested marker exists only once the originals around it are loaded), then scrolls back.
+ * htmx replaces an entry's state when a tab is chosen (it pushes ?tab=...), so the place is
+ * also kept in sessionStorage by URL, and a page reloaded or gone back to without a place
+ * in its entry (htmx reloads a page it has no copy of) takes it from there.
  *
  * No inline script (the CSP forbids it); ctxweb.js opens the regions (its click handler).
  */
@@ -16,9 +19,36 @@
   var KEY = "ctxPlace";
   var EXPAND_ALL = "data-expanding-all";
   var RESTORE_TIMEOUT = 20000;
-  var saved = window.history.state && window.history.state[KEY];
-  var restoring = Boolean(saved);
+  var STORE = KEY + ":";
   var timer = null;
+
+  function here() {
+    return window.location.pathname + window.location.search;
+  }
+
+  // Only Back, Forward and reload bring a place back: a page opened afresh starts as drawn.
+  function returning() {
+    var entries = window.performance && window.performance.getEntriesByType ?
+      window.performance.getEntriesByType("navigation") : [];
+    var type = entries.length ? entries[0].type : "";
+    return type === "reload" || type === "back_forward";
+  }
+
+  function stored() {
+    try {
+      return JSON.parse(window.sessionStorage.getItem(STORE + here()) || "null");
+    } catch (error) {
+      return null;
+    }
+  }
+
+  var saved = (window.history.state && window.history.state[KEY]) ||
+    (returning() ? stored() : null);
+  var restoring = Boolean(saved);
+  if (restoring) {
+    // deep.js leaves the URL's #compaction-n alone while the place comes back.
+    document.documentElement.setAttribute("data-place-restoring", "");
+  }
 
   // The browser's own restoration would scroll before the markers are open again.
   if (restoring && "scrollRestoration" in window.history) {
@@ -40,7 +70,7 @@
       open: open,
       all: root.hasAttribute(EXPAND_ALL),
       y: Math.round(window.scrollY),
-      path: window.location.pathname + window.location.search
+      path: here()
     };
   }
 
@@ -54,6 +84,7 @@
     state[KEY] = now;
     try {
       window.history.replaceState(state, "");
+      window.sessionStorage.setItem(STORE + now.path, JSON.stringify(now));
     } catch (error) {
       // A state too large or a browser refusing it: the place is only a convenience.
     }
@@ -104,12 +135,11 @@
 
   function restore(memo) {
     var root = historyRoot();
-    if (!root || !memo || !Array.isArray(memo.open) ||
-        memo.path !== window.location.pathname + window.location.search) {
+    if (!root || !memo || !Array.isArray(memo.open) || memo.path !== here()) {
       restoring = false;
+      document.documentElement.removeAttribute("data-place-restoring");
       return;
     }
-    document.documentElement.setAttribute("data-place-restoring", "");
     var started = Date.now();
     var wanted = memo.open.slice();
     (function step() {

@@ -119,6 +119,24 @@ def test_reload_keeps_my_place(page: Any, live_server: Any, family: Any, watch: 
     assert watch.errors == []
 
 
+def test_back_from_another_tab_keeps_my_place(
+    page: Any, live_server: Any, family: Any, watch: Watch
+) -> None:
+    """htmx replaces the entry's state when a tab is chosen; Back still finds the place."""
+    page.set_viewport_size({"width": 1280, "height": 800})
+    login(page, live_server.url)
+    page.goto(f"{live_server.url}/sessions/{family.session.pk}/")
+    page.wait_for_selector("#history")
+    before = _expand_all_and_scroll(page)
+
+    page.click("#tab-log")
+    page.wait_for_selector("#compaction-log")
+    wait_for_htmx_idle(page)
+    page.go_back()
+    _same_place(page, before)
+    assert watch.errors == []
+
+
 def test_a_new_visit_starts_at_the_top(
     page: Any, live_server: Any, family: Any, watch: Watch
 ) -> None:
