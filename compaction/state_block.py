@@ -25,7 +25,6 @@ from .tokens import text_counter
 
 __all__ = ["expand_path_groups", "parse_state_block", "render_state", "state_from_sections"]
 
-_INTRO: Final = "Session state, carried forward by the engine through every compaction:"
 _FIRST: Final = "First request: "
 _LATEST: Final = "Latest requests:"
 _TODOS: Final = "Todo list:"
@@ -39,7 +38,7 @@ _LEFT_OUT: Final = re.compile(r"^- \((\d+) older (?:files?|errors?) left out for
 _FILE_LINE: Final = re.compile(r"^- (?P<paths>\S+?)(?:: (?P<op>[a-z]+)(?P<tail>, in tail)?)?$")
 _GROUP: Final = re.compile(r"(?P<pre>[^\s{}]*)\{(?P<alts>[^{}\s]*,[^{}\s]*)\}(?P<post>[^\s{}]*)")
 _UNGROUPABLE: Final = re.compile(r"[\s{},]")
-_SHORT_REQUEST: Final = 200
+_SHORT_REQUEST: Final = 120
 
 
 @dataclass(frozen=True)
@@ -53,8 +52,8 @@ class _Level:
 
 
 _LEVELS: Final = (
-    _Level(grouped=False, operations=True, requests=3, request_chars=None),
-    _Level(grouped=True, operations=True, requests=3, request_chars=None),
+    _Level(grouped=False, operations=True, requests=2, request_chars=None),
+    _Level(grouped=True, operations=True, requests=2, request_chars=None),
     _Level(grouped=True, operations=False, requests=1, request_chars=_SHORT_REQUEST),
 )
 
@@ -95,10 +94,12 @@ def _render(
 ) -> str:
     kept_files = state.files if files is None else state.files[len(state.files) - files :]
     kept_errors = state.errors if errors is None else errors
-    lines = [STATE_OPEN, _INTRO]
+    lines = [STATE_OPEN]
     if state.first_request:
         lines.append(_FIRST + _cut(state.first_request, level.request_chars))
-    requests = [r for r in state.requests if r != state.first_request][-level.requests :]
+    first = state.first_request
+    requests = [r for r in state.requests if not first.startswith(r.removesuffix(" …"))]
+    requests = requests[-level.requests :]
     if requests:
         lines += [_LATEST, *(f"- {_cut(text, level.request_chars)}" for text in requests)]
     if state.todos:

@@ -32,9 +32,11 @@ from .tool_operations import call_paths
 
 __all__ = ["carried_state", "summary_state"]
 
-#: How many of the latest requests and unresolved errors a state keeps.
-LATEST_REQUESTS: Final = 3
+#: How many of the latest requests and unresolved errors a state keeps, and their lengths.
+LATEST_REQUESTS: Final = 2
 OPEN_ERRORS: Final = 5
+_FIRST_REQUEST_CHARS: Final = 400
+_REQUEST_CHARS: Final = 200
 _ERROR_CHARS: Final = 200
 _ARGUMENT_CHARS: Final = 80
 _ERROR_FIRST_LINE: Final = re.compile(
@@ -94,14 +96,16 @@ class _Builder:
             elif kind == "tool_result":
                 self.tool_result(block)
         if role == "user" and not is_meta(message):
-            self.request(request_text("\n".join(texts)))
+            self.request("\n".join(texts))
         self.asked = calls
 
-    def request(self, text: str) -> None:
+    def request(self, words: str) -> None:
+        """A user turn's text: the first request, and one of the latest."""
+        if not self.first_request:
+            self.first_request = request_text(words, _FIRST_REQUEST_CHARS)
+        text = request_text(words, _REQUEST_CHARS)
         if not text:
             return
-        if not self.first_request:
-            self.first_request = text
         if text in self.requests:
             self.requests.remove(text)
         self.requests.append(text)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any, Final
 
-from .carried_state import CarriedState
+from .carrying import StateCarrier, paths_written_out
 from .clock import Clock
 from .errors import SummaryError
 from .file_views import file_view_outlines
@@ -37,12 +37,10 @@ from .report import RunReport
 from .results import Partition
 from .retention import extract_identifiers, recall_around
 from .run_state import ContextState, StepFailure
-from .state_block import expand_path_groups, render_state
-from .state_builder import carried_state
 from .summarizers.base import Summarizer, SummaryRequest
 from .summary_parts import PartedSummary, SummaryCalls
 from .time_budget import TimeBudget
-from .tokens import count_text_tokens, message_token_counts
+from .tokens import message_token_counts
 
 __all__ = ["MAX_RETRY_WAIT_SECONDS", "SummaryOutcome", "SummaryStep", "summarizer_name"]
 
@@ -94,14 +92,12 @@ class SummaryStep:
     )
     #: The summary requests of the run so far, within `Policy.max_summary_calls`.
     calls: SummaryCalls = field(init=False, repr=False, compare=False)
-    #: The session state of the run's middle and its block (`carry`), appended to every
-    #: summary the run assembles.
-    _carried: dict[str, tuple[CarriedState, str]] = field(
-        default_factory=dict, init=False, repr=False, compare=False
-    )
+    #: The session state of the run's middle, its block and grounding (`carrying`).
+    carrier: StateCarrier = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "calls", SummaryCalls(self.policy.max_summary_calls))
+        object.__setattr__(self, "carrier", StateCarrier(self.policy, self.summarizer))
 
     @property
     def name(self) -> str:
@@ -138,16 +134,17 @@ class SummaryStep:
             tokens_before=state.tokens,
             detail={"middle_messages": len(parts.middle), "summarizer": self.name},
         )
-        block = self.carry(parts)
+        block = self.carrier.carry(parts)
         request = SummaryRequest(
             messages=without_harness(parts.middle),
-            max_tokens=self.narrative_tokens(block),
+            max_tokens=self.carrier.narrative_tokens(),
             instructions=self.instructions,
             encoding=self.policy.encoding,
             state_block=block,
         )
         try:
             text, final = self.parted.run(request, counts)
+            text = self.carrier.grounded(text, parts.middle)
         except SummaryError as error:
             self.report.step(
                 "summary", ran=True, why=f"failed: {error.reason}", before=state.tokens
@@ -164,22 +161,6 @@ class SummaryStep:
             raise StepFailure("no_savings", f"{new.tokens} tokens after, {snapshot.tokens} before")
         self._report_done(state, outcome)
         return outcome
-
-    def carry(self, parts: Partition) -> str:
-        """The session state of the middle, earlier summaries merged, and its block within
-        the summary's budget (docs/behaviour.md#what-a-summary-always-keeps): the state may
-        take all but the narrative's floor, so the narrative shrinks first."""
-        carried = carried_state(parts.middle).with_tail(parts.tail)
-        limit = self.policy.summary_max_tokens - _narrative_floor(self.policy.summary_max_tokens)
-        block = render_state(carried, limit, self.policy.encoding)
-        self._carried["state"] = (carried, block)
-        return block
-
-    def narrative_tokens(self, block: str) -> int:
-        """What the summarizer may write beside the state block."""
-        budget = self.policy.summary_max_tokens
-        used = count_text_tokens(block, self.policy.encoding) + 2 if block else 0
-        return max(budget - used, _narrative_floor(budget))
 
     def _report_done(self, state: ContextState, outcome: SummaryOutcome) -> None:
         after = outcome.state.tokens
@@ -290,9 +271,7 @@ class SummaryStep:
         """`[*head, summary, *tail]` (docs/behaviour.md#summary); the summary ends with the
         outlines."""
         level, covered = self._span(parts.middle)
-        carried, block = self._carried.get("state", (CarriedState(), ""))
-        text = f"{text}\n\n{block}" if block else text
-        extra = {"state": carried.as_json()} if block else {}
+        text, extra = self.carrier.finish(text)
         message = make_summary_message(
             f"{text}\n\n{outlines}" if outlines else text,
             summarizer=self.name,
@@ -334,7 +313,7 @@ class SummaryStep:
         # Both states are `[*head, message, *tail]` (`assemble`) and their messages end with
         # the same outlines: measured once, each summary's own text after.
         measure_recall = recall_around(identifiers, parts.head, parts.tail, first.outlines)
-        recall, missing = measure_recall(_grouped_paths_written_out(first.message))
+        recall, missing = measure_recall(paths_written_out(first.message))
         first = replace(first, recall=recall)
         self.report.emit(
             "retention_check",
@@ -349,12 +328,12 @@ class SummaryStep:
         retry = replace(request, required_identifiers=listed)
         try:
             self.calls.take()
-            second_text = self.summarize_once(retry)
+            second_text = self.carrier.grounded(self.summarize_once(retry), parts.middle)
         except SummaryError as error:
             logger.warning("retention retry failed: %s", error, extra=self.report.log_fields())
             return first
         second = self.assemble(state, parts, second_text, first.outlines)
-        second_recall, _ = measure_recall(_grouped_paths_written_out(second.message))
+        second_recall, _ = measure_recall(paths_written_out(second.message))
         return replace(second, recall=second_recall) if second_recall > recall else first
 
     def file_outlines(self, middle: Sequence[Message], counts: Sequence[int]) -> str:
@@ -391,20 +370,6 @@ def _assembled(
         return state.then(new, encoding)
     counts = [*state.counts[: len(head)], *message_token_counts([message], encoding)]
     return ContextState(new, [*counts, *state.counts[rest:]])
-
-
-def _narrative_floor(budget: int) -> int:
-    """The tokens a summarizer always has for its narrative, however large the state."""
-    return max(64, budget // 8)
-
-
-def _grouped_paths_written_out(message: Message) -> Message:
-    """A summary message whose state block's brace groups are written out as whole paths,
-    as recall looks for each path whole (`state_block.expand_path_groups`)."""
-    content = message.get("content")
-    if not isinstance(content, str) or "{" not in content:
-        return message
-    return {**message, "content": expand_path_groups(content)}
 
 
 def _level(summaries: Sequence[Message]) -> int:

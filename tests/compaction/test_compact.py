@@ -23,6 +23,7 @@ from compaction import (
 )
 from compaction.alternation import alternates
 from compaction.blobstore import LocalBlobStore
+from compaction.carried_state import without_state_block
 from compaction.errors import BlobStoreError
 from compaction.messages import SUMMARY_KEY, SUMMARY_PREFIX, is_summary_message
 from tests.support.histories import assistant, system, user, words
@@ -131,17 +132,18 @@ def test_output_is_head_summary_tail():
     assert result.messages[0] is messages[0]
     summary = result.messages[1]
     assert summary["role"] == "user"
-    # The summary text, then the outline of the file the middle viewed
-    # (docs/behaviour.md#file-outlines); the tail's first message is a user message too: merged in,
-    # so the roles alternate.
+    # The summary text, the session state (docs/behaviour.md#what-a-summary-always-keeps), then
+    # the outline of the file the middle viewed (docs/behaviour.md#file-outlines); the tail's
+    # first message is a user message too: merged in, so the roles alternate.
     text, merged = summary["content"]
-    assert text["text"].startswith(f"{SUMMARY_PREFIX}\n{SUMMARY}\n\n<system-reminder>")
+    assert text["text"].startswith(f"{SUMMARY_PREFIX}\n{SUMMARY}\n\n<session-state>")
+    assert "</session-state>\n\n<system-reminder>" in text["text"]
     assert "Folded src/parser.py" in text["text"]
     assert merged == {"type": "text", "text": messages[-2]["content"]}
     assert is_summary_message(summary)
     assert result.messages[2] is messages[-1]
     assert alternates(result.messages)
-    assert result.summary == SUMMARY
+    assert without_state_block(result.summary or "").rstrip() == SUMMARY
     assert validate_messages(result.messages) == []
 
 
@@ -169,7 +171,8 @@ def test_stats_follow_documented():
 def test_summary_metadata_names_summarizer_count_and_level(clock):
     result = compact(history(), clock=clock)
 
-    meta = result.messages[1][SUMMARY_KEY]
+    meta = dict(result.messages[1][SUMMARY_KEY])
+    assert meta.pop("state")["files"]  # the session state (test_carried_state.py)
     assert meta == {
         "summarizer": "scripted",
         "message_count": 10,
@@ -209,7 +212,10 @@ def test_summarizer_gets_the_middle_cap_instructions_and_encoding():
 
     [request] = summarizer.requests
     assert list(request.messages) == messages[1:-2]
-    assert request.max_tokens == 321
+    # The state block takes its share first; the narrative gets the rest of the 321 tokens.
+    assert request.state_block.startswith("<session-state>")
+    block = count_tokens([{"role": "user", "content": request.state_block}], encoding="cl100k_base")
+    assert 0 < request.max_tokens <= 321 - block + 2
     assert request.instructions == "keep the test names"
     assert request.encoding == "cl100k_base"
 

@@ -25,6 +25,7 @@ from compaction import (
     validate_messages,
 )
 from compaction.alternation import alternates
+from compaction.carried_state import without_state_block
 from compaction.folding import SourceFile, fold
 from compaction.hard_truncate import hard_limit_tokens
 from compaction.messages import (
@@ -49,6 +50,22 @@ def tool_history(blocks: int = 8, result_words: int = 150) -> list[dict[str, obj
         )
     messages += [assistant("All done " + words(20)), user("thanks " + words(20))]
     return messages
+
+
+def text_history(turns: int = 8) -> list[dict[str, object]]:
+    """Like `tool_history`, but its paths are only written in the assistant's text: no tool
+    touches them, so the summary's state block does not hold them (the retention check's
+    re-ask is what keeps them)."""
+    messages: list[dict[str, object]] = [system("agent"), user("Refactor src/app.py please")]
+    for number in range(turns):
+        messages += [assistant(f"Notes go to src/m{number}.py " + words(150)), user("go on")]
+    messages += [assistant("All done " + words(20)), user("thanks " + words(20))]
+    return messages
+
+
+def narrative(summary: str | None) -> str:
+    """A summary without the state block the engine appends (docs/behaviour.md)."""
+    return without_state_block(summary or "").rstrip()
 
 
 def phases(result):
@@ -136,7 +153,7 @@ def test_the_partition_is_decided_before_pruning():
     result = compact_messages(messages, policy, summarizer=summarizer)
 
     assert result.compacted
-    assert result.summary == SUMMARY
+    assert narrative(result.summary) == SUMMARY
     assert result.partition is not None
     middle = result.partition.middle
     # The summary reads the originals, tool blocks that pruning dropped included.
@@ -311,14 +328,15 @@ def test_the_summary_message_holds_the_outline_of_a_file_read_in_the_middle():
 
     assert result.compacted
     summary = summary_text(result)
-    assert f"{SUMMARY}\n\n<system-reminder>\nFolded src/parser.py" in summary
+    assert f"{SUMMARY}\n\n<session-state>" in summary
+    assert "</session-state>\n\n<system-reminder>\nFolded src/parser.py" in summary
     outline = summary[summary.index("<system-reminder>") :]
     assert outline.rstrip().endswith("</system-reminder>")
     assert "class Parser" in outline
     assert "load_config" in outline
     assert "main" in outline
     assert "handle.read()" not in outline  # names only, no bodies
-    assert result.summary == SUMMARY  # the summarizer's own text
+    assert narrative(result.summary) == SUMMARY  # the summarizer's own text
     assert result.messages[1][SUMMARY_KEY]["message_count"] == 4
     [report] = [s for s in result.steps if s.step == "summary"]
     assert report.detail["folded_files"] == 1
@@ -347,7 +365,8 @@ def test_the_outlines_are_held_to_the_fold_budget():
     result = compact_messages(messages, policy, summarizer=ScriptedSummarizer(SUMMARY), force=True)
 
     assert result.compacted
-    assert summary_text(result).endswith(f"{SUMMARY}\n\n{budgeted.text}")
+    assert summary_text(result).endswith(f"</session-state>\n\n{budgeted.text}")
+    assert f"{SUMMARY}\n\n<session-state>" in summary_text(result)
 
 
 def test_a_file_whose_outline_is_not_smaller_is_left_out():
@@ -363,7 +382,7 @@ def test_a_file_whose_outline_is_not_smaller_is_left_out():
     result = compact_messages(messages, policy, summarizer=ScriptedSummarizer(SUMMARY), force=True)
 
     assert result.compacted
-    assert summary_text(result).endswith(SUMMARY)
+    assert narrative(summary_text(result)).endswith(SUMMARY)
 
 
 # --- fallbacks ------------------------------------------------------------------------------
@@ -490,7 +509,7 @@ def test_offload_then_summary_when_still_over(tmp_path):
     )
 
     assert [s.step for s in result.steps if s.ran] == ["offload", "summary"]
-    assert result.summary == SUMMARY
+    assert narrative(result.summary) == SUMMARY
 
 
 # --- the archive holds every replaced original ------------------------------------------------
@@ -525,7 +544,7 @@ def test_recall_is_reported():
 
 
 def test_low_recall_asks_again_with_the_missing_identifiers():
-    messages = tool_history()
+    messages = text_history()
     summarizer = ScriptedSummarizer(
         "Goals and key decisions:\n- something vague",
         lambda request: "Key identifiers:\n" + "\n".join(request.required_identifiers),
@@ -550,10 +569,10 @@ def test_a_worse_second_answer_is_not_kept():
 
     policy = chain_policy(steps=("summary",), min_recall=1.0, file_view_tools=())
 
-    result = compact_messages(tool_history(), policy, summarizer=summarizer)
+    result = compact_messages(text_history(), policy, summarizer=summarizer)
 
     assert len(summarizer.requests) == 2
-    assert result.summary == "Goals and key decisions:\n- src/m0.py"
+    assert narrative(result.summary) == "Goals and key decisions:\n- src/m0.py"
 
 
 def test_a_failed_second_answer_keeps_the_first():
@@ -564,7 +583,7 @@ def test_a_failed_second_answer_keeps_the_first():
     result = compact_messages(tool_history(), policy, summarizer=summarizer)
 
     assert result.compacted
-    assert result.summary == "Goals and key decisions:\n- vague"
+    assert narrative(result.summary) == "Goals and key decisions:\n- vague"
 
 
 def test_extractive_retention_retry_adds_key_identifiers():
