@@ -30,6 +30,8 @@ class Conversation:
     client_session: str = ""
     #: The session's title when the adapter knows it better than the first user message.
     title: str = ""
+    #: The response a Responses request continues on the server (`previous_response_id`).
+    previous_response: str = ""
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,7 @@ def proxy_request(
         mode=mode,
         legacy_key="" if legacy == key else legacy,
         source_format=_source_format(adapter, client),
+        previous_response=conversation.previous_response,
     )
 
 

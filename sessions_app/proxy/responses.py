@@ -1,8 +1,8 @@
 """The OpenAI Responses API (`POST /v1/responses`): requests, answers and streamed answers.
 
-The leading developer/system messages of `input` are the conversation's system prompt:
-kept in front of every forwarded request, counted as overhead with `tools`, not stored as
-messages. The rest is read as turns (proxy/responses_items.py): one stored message each.
+The leading developer/system messages of `input` (and `instructions`) are the
+conversation's system prompt: kept in front of every forwarded request, counted as
+overhead with `tools`, not stored as messages. The rest is read as turns (proxy/responses_items.py): one stored message each.
 Codex's session id (its `session-id` header, else the body's `prompt_cache_key`) names
 the conversation; `previous_response_id` is forwarded as sent (the server's own state is
 beyond what the proxy can replace: such a conversation is observed, README).
@@ -65,9 +65,12 @@ class ResponsesAdapter:
             head += 1
         lead = items[:head]
         turns = turns_of(items[head:])
+        instructions = body.get("instructions")
+        system = [*_instructions(instructions), *lead] or None
         cache_key = body.get("prompt_cache_key")
+        previous = body.get("previous_response_id")
         return Conversation(
-            system=lead or None,
+            system=system,
             tools=body.get("tools"),
             messages=list(turns),
             model=str(body.get("model") or ""),
@@ -76,6 +79,7 @@ class ResponsesAdapter:
             lead=lead,
             client_session=self.session or (cache_key if isinstance(cache_key, str) else ""),
             title=_title(turns),
+            previous_response=previous if isinstance(previous, str) else "",
         )
 
     def canonical(self, messages: Sequence[Mapping[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -112,6 +116,13 @@ def _input_items(value: Any) -> list[Any]:
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
         raise ValueError("input must be a string or a list of objects")
     return value
+
+
+def _instructions(value: Any) -> list[dict[str, Any]]:
+    """The body's `instructions` as the developer message they stand for (the system part)."""
+    if not isinstance(value, str) or not value:
+        return []
+    return [{"type": "message", "role": "developer", "content": value}]
 
 
 def _is_system(item: Mapping[str, Any]) -> bool:

@@ -30,7 +30,7 @@ from sessions_app.models import Session
 from sessions_app.services.importing.merge import merge_imported
 from sessions_app.services.sessions.lifecycle import sessions_for
 
-__all__ = ["ClientCompaction", "forwarded_as_sent", "record_client_compaction"]
+__all__ = ["ClientCompaction", "forwarded_as_sent", "record_client_compaction", "restarted_state"]
 
 #: The `proxy_state` key holding the context revision a client's compaction left.
 _WINDOW: Final = "client_compaction"
@@ -73,10 +73,17 @@ def record_client_compaction(
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=found)
         merge_imported(locked, _imported(locked, compaction), start_seq=locked.next_seq)
-        state = {k: v for k, v in (locked.proxy_state or {}).items() if k not in _MAP_KEYS}
-        state.update(offset=locked.next_seq, **{_WINDOW: locked.context_revision})
+        state = restarted_state(locked.proxy_state, locked.next_seq)
+        state[_WINDOW] = locked.context_revision
         Session.objects.filter(pk=locked.pk).update(proxy_state=state)
     return found
+
+
+def restarted_state(state: Any, offset: int) -> dict[str, Any]:
+    """A session's `proxy_state` with its prefix map started again at `offset` (its
+    `next_seq`): any next request of the conversation continues it."""
+    kept = state if isinstance(state, Mapping) else {}
+    return {**{k: v for k, v in kept.items() if k not in _MAP_KEYS}, "offset": offset}
 
 
 def _imported(session: Session, compaction: ClientCompaction) -> ImportedSession:

@@ -44,6 +44,7 @@ from sessions_app.services.proxying.context import split_context
 from sessions_app.services.proxying.origin import link_agent_calls, origin_of
 from sessions_app.services.proxying.overhead import remember_overhead
 from sessions_app.services.proxying.prefix_map import Incoming, PrefixMap
+from sessions_app.services.proxying.response_chain import continued_session
 from sessions_app.services.sessions.lifecycle import (
     UNREAD,
     append_locked,
@@ -104,6 +105,9 @@ class ProxyRequest:
     legacy_key: str = ""
     #: The new session's `source_format` when it is not `provider` (Responses: codex, openai).
     source_format: str = ""
+    #: A Responses request's `previous_response_id`: observed only, in the session of that
+    #: response (services/proxying/response_chain.py).
+    previous_response: str = ""
 
 
 def context_format(provider: ProxyFormat) -> Format:
@@ -140,6 +144,10 @@ def plan_request(owner: User, request: ProxyRequest) -> ProxyPlan | None:
     request is never forwarded unrecorded while the database answers (docs/behaviour.md,
     "Concurrent requests of one conversation").
     """
+    if request.previous_response:  # the server holds the earlier turns: observe only
+        continued = continued_session(owner, request.previous_response)
+        name = str(continued) if continued is not None else request.name
+        request = replace(request, mode="observe", name=name)
     incoming = Incoming(request.digests)
     overhead = remembered_overhead_digest(request.system, request.tools)
     for _ in range(_ATTEMPTS):

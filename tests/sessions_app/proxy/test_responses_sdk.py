@@ -168,3 +168,31 @@ def test_models_are_forwarded(gpt: openai.OpenAI, upstream: FakeResponses) -> No
     assert [m.id for m in models.data] == ["gpt-test"]
     assert upstream.requests[0].method == "GET"
     assert upstream.requests[0].headers["authorization"] == "Bearer sk-openai-server-key"
+
+
+def test_previous_response_id_is_observed_in_the_session_of_that_response(
+    gpt: openai.OpenAI, upstream: FakeResponses
+) -> None:
+    upstream.script([message("One.")], [message("Two.")], [message("Three.")])
+    first = gpt.responses.create(model="gpt-test", input="Count", instructions="Be brief.")
+    second = gpt.responses.create(
+        model="gpt-test", input="Again", previous_response_id=first.id, instructions="Be brief."
+    )
+    third = gpt.responses.create(
+        model="gpt-test",
+        input=[{"role": "user", "content": "More"}],
+        previous_response_id=second.id,
+    )
+    sent = upstream.bodies()
+    assert sent[1]["input"] == "Again"  # forwarded as sent: the server holds the rest
+    assert sent[1]["previous_response_id"] == first.id
+    assert sent[2]["input"] == [{"role": "user", "content": "More"}]
+    session = Session.objects.get()
+    stored = list(Message.objects.filter(session=session).order_by("seq"))
+    assert [m.role for m in stored] == ["user", "assistant"] * 3
+    assert [m.original_id for m in stored if m.role == "assistant"] == [
+        first.id,
+        second.id,
+        third.id,
+    ]
+    assert stored[4].content == [{"type": "text", "text": "More"}]
