@@ -24,6 +24,7 @@ from sessions_app.selectors.entries import entries_with_messages
 from sessions_app.selectors.jobs import session_job
 from sessions_app.selectors.profiles import profile_exists
 from sessions_app.services.background import jobs
+from sessions_app.services.compacting.failure_advice import with_advice
 from sessions_app.services.compacting.failure_errors import failure_error
 from sessions_app.services.compacting.offloading import offload_session
 from sessions_app.services.compacting.reverting import revert_compaction
@@ -155,7 +156,7 @@ def compact_preview(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse
         "hidden_rows": max(0, len(ids) - PREVIEW_ROWS),
         "params": params,
         "outcome": outcome,
-        "failure": _preview_failure(outcome),
+        "failure": _preview_failure(session, params, outcome),
         "max_summary": MAX_SUMMARY,
     }
     return render(request, f"{ACTIONS}#preview", context)
@@ -192,13 +193,17 @@ def _earlier_prediction(
     }
 
 
-def _preview_failure(outcome: CompactionOutcome) -> dict[str, Any] | None:
-    """The error of a dry run that could not compact for a failure (not "nothing needed")."""
+def _preview_failure(
+    session: Session, params: dict[str, Any], outcome: CompactionOutcome
+) -> dict[str, Any] | None:
+    """The error of a dry run that could not compact for a failure (not "nothing needed"),
+    with the sentence a failed row would have (which summarizer, host, what to do)."""
     reason = outcome.reason
     if not reason or reason in NOT_NEEDED:
         return None
     cause = outcome.result.failure if outcome.result is not None else None
-    return failure_error(reason, {"events": outcome.events}, cause=cause)
+    record = failure_error(reason, {"events": outcome.events}, cause=cause)
+    return with_advice(record, session, params.get("profile"))
 
 
 @login_required

@@ -18,9 +18,16 @@ from urllib.parse import urlsplit
 from django.conf import settings
 
 from compaction import SUMMARY_FAILURES
-from sessions_app.models import CompactionProfile, SummarizerConfig
+from sessions_app.models import CompactionProfile, Session, SummarizerConfig
+from sessions_app.services.sessions.policies import profile_for
 
-__all__ = ["SETUP_FAILURE", "SummarizerTarget", "failure_advice", "summarizer_target"]
+__all__ = [
+    "SETUP_FAILURE",
+    "SummarizerTarget",
+    "failure_advice",
+    "summarizer_target",
+    "with_advice",
+]
 
 #: The failure reason of a run whose summarizer could not be set up (no key, no SDK...).
 SETUP_FAILURE: Final = "summarizer_unavailable"
@@ -72,6 +79,15 @@ def summarizer_target(profile: CompactionProfile | None) -> SummarizerTarget:
     return SummarizerTarget(
         label, _host(str(getattr(settings, "ANTHROPIC_BASE_URL", "") or ""), "anthropic")
     )
+
+
+def with_advice(
+    record: Mapping[str, Any], session: Session, profile: str | None = None
+) -> dict[str, Any]:
+    """`record` (a failure_error record) with the advice for `session` run with `profile`
+    (a name; None: the session's), as a failed row stores it; for a dry run's failure."""
+    target = summarizer_target(profile_for(session, profile))
+    return {**record, "advice": failure_advice(record, target)}
 
 
 def failure_advice(record: Mapping[str, Any], target: SummarizerTarget) -> str:

@@ -133,3 +133,17 @@ def test_the_preview_of_an_unset_key_is_a_503_without_a_traceback(
 )
 def test_each_failure_says_what_to_do(record: dict[str, Any], expected: str) -> None:
     assert expected in failure_advice(record, SummarizerTarget("cfg", "h.test"))
+
+
+def test_a_failing_preview_says_what_to_do(user: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTXWEB_SUMMARY_KEY_TEST", "sk-test")
+    port = closed_port()
+    session = session_of(
+        user, profile_with(f"http://127.0.0.1:{port}/v1", "CTXWEB_SUMMARY_KEY_TEST")
+    )
+    client = Client()
+    client.force_login(user)
+    response = client.post(reverse("ui:compact_preview", args=[session.pk]), {"profile": "remote"})
+    html = response.content.decode()
+    assert 'data-failure="api_error"' in html
+    assert f"could not connect to 127.0.0.1:{port}" in html
