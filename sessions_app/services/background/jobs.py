@@ -48,7 +48,7 @@ from sessions_app.services.compacting.failed_attempts import (
 from sessions_app.services.compacting.prepared import prepare_compaction
 from sessions_app.services.compacting.released import release_connections
 from sessions_app.services.compacting.session_compaction import CompactionOutcome, compact_session
-from sessions_app.services.errors import Conflict
+from sessions_app.services.errors import Conflict, ServiceError
 from sessions_app.services.sessions.policies import profile_for
 
 __all__ = [
@@ -221,6 +221,9 @@ def run_job(job_id: str) -> JobRun:
             if retried is not None:
                 return retried
             return _finish(job, recorder, failed=True, error=_final(error, job))
+        except ServiceError as refused:  # an unknown profile, storage down...: said plainly
+            logger.warning("compaction job failed: %s", refused, extra={"job": job_id})
+            return _finish(job, recorder, failed=True, error=f"compaction failed: {refused}")
         except Exception as failure:
             logger.exception("compaction job failed", extra={"job": job_id})
             detail = "".join(traceback.format_exception_only(type(failure), failure)).strip()

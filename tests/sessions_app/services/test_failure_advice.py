@@ -147,3 +147,14 @@ def test_a_failing_preview_says_what_to_do(user: Any, monkeypatch: pytest.Monkey
     html = response.content.decode()
     assert 'data-failure="api_error"' in html
     assert f"could not connect to 127.0.0.1:{port}" in html
+
+
+def test_a_job_refused_by_a_service_says_so_plainly(user: Any) -> None:
+    session = session_of(user, profile_with("", UNSET))
+    job = enqueue_compaction(session, params={"trigger": "manual", "profile": "no-such-profile"})
+    run_job(str(job.pk))
+    job = CompactionJob.objects.get(pk=job.pk)
+    assert job.status == "failed"
+    assert job.error.startswith("compaction failed: ")
+    assert "no-such-profile" in job.error
+    assert "sessions_app." not in job.error
