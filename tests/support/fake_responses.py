@@ -230,6 +230,8 @@ class FakeResponses(FakeServer):
     ) -> None:
         super().__init__(default or ResponsesReply.text())
         self.responder = responder
+        #: Every output item answered, in order (what a client should send back unchanged).
+        self.answered: list[Item] = []
 
     def start(self) -> Self:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _responses_handler(self))
@@ -254,11 +256,12 @@ class FakeResponses(FakeServer):
     def _take(self, request: RecordedRequest) -> ResponsesReply:
         with self._lock:
             self.requests.append(request)
-            if self._replies:
-                reply: ResponsesReply = self._replies.popleft()
-                return reply
+            scripted: ResponsesReply | None = self._replies.popleft() if self._replies else None
         assert isinstance(request, ResponsesRequest)
-        return self.answer(request)
+        reply = scripted if scripted is not None else self.answer(request)
+        with self._lock:
+            self.answered.extend(reply.items)
+        return reply
 
     def responses_requests(self) -> list[ResponsesRequest]:
         """The `POST /v1/responses` requests, in order."""
