@@ -66,6 +66,7 @@ class CompactionProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                 "fields": (
                     "context_limit",
                     "trigger_ratio",
+                    "prepare_at",
                     "hard_limit",
                     "encoding",
                     "safety_factor",

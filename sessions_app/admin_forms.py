@@ -28,6 +28,7 @@ RATIO_FIELDS: Final[dict[str, bool]] = {
 #: The ratio fields' labels, which say what the percentage is of.
 RATIO_LABELS: Final[dict[str, str]] = {
     "trigger_ratio": "Compact at (% of context limit)",
+    "prepare_at": "Prepare ahead from (% of context limit)",
     "tail_retention_ratio": "Recent tail (% of context limit)",
     "min_recall": "Minimum recall (%)",
     "middle_start": "Truncated middle starts at (%)",
@@ -62,6 +63,10 @@ HELP_TEXTS: Final[dict[str, str]] = {
     "context_limit": "Tokens: the model's context window.",
     "trigger_ratio": "% of the context limit: compaction starts when the context reaches it "
     "(92 = at 92% of the context limit).",
+    "prepare_at": "% of the context limit: past it the next compaction is written in the "
+    "background, and applied at once when the context reaches the compaction threshold "
+    "(docs/behaviour.md#prepared-compaction). Empty: the request that reaches the threshold "
+    "waits for its compaction.",
     "hard_limit": "Tokens: the context must never exceed this; the truncation fallbacks "
     "enforce it. Empty: the context limit. At least the trigger threshold.",
     "safety_factor": "Multiplier (x) applied to every token count before deciding "
@@ -221,6 +226,7 @@ class CompactionProfileForm(forms.ModelForm):  # type: ignore[type-arg]
             "summarizer",
             "summarizer_config",
             "proxy_mode",
+            "prepare_at",
             "recall_line",
             *CompactionProfile.POLICY_FIELDS,
         )
@@ -239,6 +245,12 @@ class CompactionProfileForm(forms.ModelForm):  # type: ignore[type-arg]
             )
             if balanced is not None and name not in self.initial:
                 self.initial[name] = getattr(balanced, name)
+        self.fields["prepare_at"] = PercentField(  # not a Policy field; empty: none ahead
+            open_low=True,
+            required=False,
+            label=RATIO_LABELS["prepare_at"],
+            help_text=HELP_TEXTS["prepare_at"],
+        )
         # An empty chain means the engine's default one: show the steps that actually run.
         if not self.initial.get("steps"):
             self.initial["steps"] = list(Policy().steps)
