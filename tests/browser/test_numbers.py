@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from .axe_check import assert_axe_clean
 from .conftest import Watch, login, wait_for_htmx_idle
 
 pytestmark = [
@@ -57,6 +58,7 @@ def test_an_edited_summary_is_applied_as_predicted(
     assert "With your summary" in note.inner_text()
     predicted = _tokens(page.locator(".preview-stats dd").first.inner_text())
     assert page.locator("#commit-button").count() == 0
+    assert_axe_clean(page)
 
     # What the box holds after the preview is not what gets applied: the previewed text is.
     page.fill("#preview-summary-edit", "Something else entirely.")
@@ -97,5 +99,6 @@ def test_an_open_page_picks_up_a_threshold_change(
             break
     assert "50%" in threshold_row.inner_text()
     assert "3k" in threshold_row.inner_text()
+    assert_axe_clean(page)
     assert page.evaluate("performance.getEntriesByType('navigation').length") == 1
     assert watch.errors == []

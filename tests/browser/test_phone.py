@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from .axe_check import assert_axe_clean
 from .conftest import Watch, login, wait_for_htmx_idle
 
 pytestmark = [
@@ -76,6 +77,7 @@ def test_timeline_is_readable_and_its_drops_are_tap_targets(
     assert tiny == [], tiny
     assert page.evaluate(_LABEL_OVERLAPS) == []
     assert page.evaluate(_SIDEWAYS) <= 0
+    assert_axe_clean(page)
     # A drop is still reached by a tap: the first goes to its marker.
     first = page.locator(".timeline-chart a.drop").first
     number = first.get_attribute("data-drop")
@@ -99,6 +101,7 @@ def test_the_log_never_breaks_a_number_or_a_time(
     ):
         assert page.evaluate(_BROKEN, selector) == [], selector
     assert page.evaluate(_SIDEWAYS) <= 0
+    assert_axe_clean(page)
     assert watch.errors == []
 
 
@@ -118,4 +121,5 @@ def test_the_preview_steps_line_ends_without_a_comma(
     text = line.inner_text().strip()
     assert text.startswith("Steps:")
     assert not text.endswith(",")
+    assert_axe_clean(page)
     assert watch.errors == []

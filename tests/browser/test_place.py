@@ -10,6 +10,7 @@ import pytest
 from sessions_app.services.sessions.lifecycle import append_messages, create_session
 from tests.support.histories import assistant, exchange, user
 
+from .axe_check import assert_axe_clean
 from .conftest import Watch, login, wait_for_htmx_idle
 
 pytestmark = [
@@ -102,6 +103,7 @@ def test_back_from_a_subagent_keeps_my_place(
     page.wait_for_selector("h1:text('Find the parser')")
     page.go_back()
     _same_place(page, before)
+    assert_axe_clean(page)
     assert watch.errors == []
 
 
