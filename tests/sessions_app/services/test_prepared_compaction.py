@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 from django.db import connections
+from django.test import Client
+from django.urls import reverse
 
 from compaction import ScriptedSummarizer
 from sessions_app.models import (
@@ -201,3 +203,23 @@ def test_no_connection_but_sqlites_is_held_while_the_summarizer_answers(
     _prepared(session)
     assert held
     assert all(aliases == [] for aliases in held)
+
+
+@pytest.mark.django_db
+def test_the_compaction_log_says_when_it_was_prepared_and_when_applied(
+    make_session: Any, profile: CompactionProfile, conversation: Any, scripted: Any, user: Any
+) -> None:
+    scripted(default=SUMMARY)
+    session = _at_share(make_session(messages=conversation(8), profile=profile), 0.6)
+    prepare_context(session)
+    prepared = _prepared(session)
+    prepare_context(_at_share(session, 0.95))
+    client = Client()
+    client.force_login(user)
+    url = reverse("ui:tab", args=[session.pk, "log"])
+    html = client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "data-prepared-at" in html
+    assert "Prepared ahead" in html
+    assert prepared.prepared_at.strftime("%H:%M:%S") in html
+    row = Compaction.objects.get(session=session)
+    assert row.created_at.strftime("%Y-%m-%d %H:%M:%S") in html
