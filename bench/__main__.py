@@ -34,6 +34,7 @@ SCRIPTS = (
     "rescan",
     "ui",
     "proxy",
+    "never_blocked",
     "load",
 )
 SMOKE_ARGS = {"load": ["--seconds", "3", "--clients", "2", "--databases", "sqlite"]}
