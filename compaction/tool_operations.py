@@ -145,5 +145,5 @@ def text_paths(text: str) -> list[str]:
 @lru_cache(maxsize=4096)
 def word_path(word: str) -> str | None:
     """The path a word of free text names, without its edge punctuation; None if none."""
-    candidate = word.strip(_EDGE_PUNCTUATION).rstrip(".")
+    candidate = word.rstrip(_EDGE_PUNCTUATION + ".").lstrip(_EDGE_PUNCTUATION)
     return candidate if _PATH_TOKEN.fullmatch(candidate) else None
