@@ -56,8 +56,12 @@ def test_prepare_compacts_when_over_and_returns_the_context(
     api_client: JsonClient, make_session: Any, make_profile: Any, conversation: Any, scripted: Any
 ) -> None:
     scripted(default="Goals and key decisions:\n- go on")
-    profile = make_profile(
-        keep_recent_messages=4, steps=["summary"], context_limit=2500, hard_limit=3000
+    profile = make_profile(  # compacts in the request (prepared: test_prepared_compaction)
+        keep_recent_messages=4,
+        steps=["summary"],
+        context_limit=2500,
+        hard_limit=3000,
+        prepare_at=None,
     )
     session = make_session(messages=conversation(12), profile=profile)
     response = api_client.post(f"/api/sessions/{session.pk}/context/prepare")

@@ -223,3 +223,21 @@ def test_the_compaction_log_says_when_it_was_prepared_and_when_applied(
     assert prepared.prepared_at.strftime("%H:%M:%S") in html
     row = Compaction.objects.get(session=session)
     assert row.created_at.strftime("%Y-%m-%d %H:%M:%S") in html
+
+
+@pytest.mark.django_db
+def test_the_prepare_endpoint_goes_on_while_the_compaction_is_prepared(
+    api_client: Any, make_session: Any, profile: CompactionProfile, conversation: Any, scripted: Any
+) -> None:
+    summarizer = scripted(default=SUMMARY)
+    session = _at_share(make_session(messages=conversation(8), profile=profile), 0.95)
+    body = api_client.post(f"/api/sessions/{session.pk}/context/prepare").json()
+    assert body["compaction"] is None
+    assert body["skipped"] == "preparing"
+    assert body["tokens"] >= session.context_tokens
+    assert not summarizer.requests
+    _prepared(session)
+    body = api_client.post(f"/api/sessions/{session.pk}/context/prepare").json()
+    assert body["compaction"]["trigger"] == "auto"
+    assert body["skipped"] is None
+    assert body["tokens"] < session.context_tokens
