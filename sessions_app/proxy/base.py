@@ -32,6 +32,9 @@ class Conversation:
     title: str = ""
     #: The response a Responses request continues on the server (`previous_response_id`).
     previous_response: str = ""
+    #: How many elements of the body's array each message is (Responses: items per turn);
+    #: empty: one each.
+    sizes: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ __all__ = [
     "decode_body",
     "digest",
     "digests",
+    "grouped",
     "is_prefix",
     "legacy_conversation_key",
     "raw_digest",
@@ -40,6 +41,9 @@ _DECODER: Final = json.JSONDecoder()
 #: The C string scanner json.loads uses (typeshed does not declare it).
 _SCANSTRING: Final[Callable[[str, int], tuple[str, int]]] = json.decoder.scanstring  # type: ignore[attr-defined]
 _SPACE: Final = re.compile(r"[ \t\n\r]*")
+#: The top-level arrays of a conversation's messages: `messages` (Messages, Chat) and
+#: `input` (Responses: items, which proxy/responses.py groups into turns).
+_ARRAYS: Final = ("messages", "input")
 
 
 def digest(message: Any) -> str:
@@ -76,7 +80,8 @@ class RawDigests(list[str]):
 
 def decode_body(raw: bytes) -> tuple[Any, list[str] | None]:
     """The decoded JSON body, and the raw digest of each element of its top-level `messages`
-    array hashed from the bytes the client sent (None when there is no such array).
+    (or Responses `input`) array hashed from the bytes the client sent (None when there is
+    no such array).
 
     One pass, as costly as `json.loads`: the top-level object is walked key by key and the
     `messages` array element by element with the C scanner, so each message's text is known
@@ -112,13 +117,13 @@ def _walk(text: str, ascii: memoryview | None) -> tuple[Any, list[str] | None]:
         if text[index] != ":":
             raise ValueError("expected ':'")
         index = _skip(text, index + 1)
-        if key == "messages" and text[index] == "[":
+        if key in _ARRAYS and text[index] == "[":
             body[key], spans, index = _array(text, index, ascii)
         elif key in _OVERHEAD:
             body[key], index = _OVERHEAD[key].value(text, index)
         else:
             body[key], index = _DECODER.raw_decode(text, index)
-            spans = None if key == "messages" else spans
+            spans = None if key in _ARRAYS else spans
         index = _skip(text, index)
         if text[index] not in ",}":
             raise ValueError("expected ',' or '}'")
@@ -338,6 +343,16 @@ class Digests(Sequence[str]):
         if self._legacy is None:
             self._legacy = Digests(self._messages, self.raw, function=legacy_digest)
         return self._legacy
+
+
+def grouped(raw: Sequence[str], sizes: Sequence[int]) -> RawDigests:
+    """Raw digests of groups of consecutive elements (`sizes` of them each: a Responses turn
+    of items), each the hash of its elements' raw digests."""
+    found, start = RawDigests(), 0
+    for size in sizes:
+        found.append(_span_hash("".join(raw[start : start + size]).encode()))
+        start += size
+    return found
 
 
 def is_prefix(stored: Sequence[str], incoming: Sequence[str]) -> bool:

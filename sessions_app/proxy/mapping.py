@@ -16,7 +16,13 @@ from sessions_app.services.proxying.turns import ProxyFormat, ProxyRequest
 
 from ..importers.blocks import prompt_text, short_title
 from .base import Adapter, Conversation
-from .digests import Digests, claude_code_session, conversation_key, legacy_conversation_key
+from .digests import (
+    Digests,
+    claude_code_session,
+    conversation_key,
+    grouped,
+    legacy_conversation_key,
+)
 
 __all__ = ["MAX_NAME", "proxy_request"]
 
@@ -36,6 +42,8 @@ def proxy_request(
     """The service's view of one request. `raw`: the messages' raw digests, hashed from the
     request's bytes (digests.decode_body); else each message is dumped to hash it."""
     messages = conversation.messages
+    if raw is not None and conversation.sizes:  # per element of the array: per message
+        raw = grouped(raw, conversation.sizes)
     claude = claude_code_session(conversation.metadata)
     client = conversation.client_session[:150]  # the key fits Session.proxy_key
     legacy = ""

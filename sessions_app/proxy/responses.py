@@ -2,7 +2,8 @@
 
 The leading developer/system messages of `input` (and `instructions`) are the
 conversation's system prompt: kept in front of every forwarded request, counted as
-overhead with `tools`, not stored as messages. The rest is read as turns (proxy/responses_items.py): one stored message each.
+overhead with `tools`, not stored as messages. The rest is read as turns
+(proxy/responses_items.py): one stored message each.
 Codex's session id (its `session-id` header, else the body's `prompt_cache_key`) names
 the conversation; `previous_response_id` is forwarded as sent (the server's own state is
 beyond what the proxy can replace: such a conversation is observed, README).
@@ -11,6 +12,7 @@ beyond what the proxy can replace: such a conversation is observed, README).
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -66,7 +68,7 @@ class ResponsesAdapter:
         lead = items[:head]
         turns = turns_of(items[head:])
         instructions = body.get("instructions")
-        system = [*_instructions(instructions), *lead] or None
+        system = _system(instructions, lead)
         cache_key = body.get("prompt_cache_key")
         previous = body.get("previous_response_id")
         return Conversation(
@@ -80,6 +82,7 @@ class ResponsesAdapter:
             client_session=self.session or (cache_key if isinstance(cache_key, str) else ""),
             title=_title(turns),
             previous_response=previous if isinstance(previous, str) else "",
+            sizes=tuple(len(turn.sent) for turn in turns),
         )
 
     def canonical(self, messages: Sequence[Mapping[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -116,6 +119,28 @@ def _input_items(value: Any) -> list[Any]:
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
         raise ValueError("input must be a string or a list of objects")
     return value
+
+
+def _system(instructions: Any, lead: list[Any]) -> list[dict[str, Any]] | None:
+    """The system part: `instructions` and the leading developer messages; the same list
+    object again while they are the same objects (the body reader hands an agent's unchanged
+    items back as such: the overhead's digest is remembered for it)."""
+    parts = [*_instructions(instructions), *lead]
+    if not parts:
+        return None
+    with _LOCK:
+        last = _LAST_SYSTEM[0]
+        if len(last) == len(parts) and all(
+            a is b or a == b for a, b in zip(last, parts, strict=True)
+        ):
+            return last
+        _LAST_SYSTEM[0] = parts
+    return parts
+
+
+_LOCK: Final = threading.Lock()
+#: The last system part built (one list: an agent's is the same from request to request).
+_LAST_SYSTEM: list[list[dict[str, Any]]] = [[]]
 
 
 def _instructions(value: Any) -> list[dict[str, Any]]:

@@ -18,6 +18,8 @@ themselves are forwarded exactly as the client sent them (`Turn.sent`).
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -71,7 +73,28 @@ class Turn(dict[str, Any]):
 def _digest_form(item: Any) -> Any:
     if not isinstance(item, Mapping):
         return item
-    return {key: value for key, value in item.items() if key not in _VOLATILE}
+    with _FORMS_LOCK:
+        kept = _FORMS.get(id(item))
+    if kept is not None and kept[0] is item:
+        return kept[1]
+    form = {key: value for key, value in item.items() if key not in _VOLATILE}
+    with _FORMS_LOCK:
+        _FORMS[id(item)] = (item, form)
+        while len(_FORMS) > _FORMS_KEPT:
+            _FORMS.popitem(last=False)
+    return form
+
+
+#: The digest forms of the last items read, by the item object (kept alive here, so its id
+#: stays its own): the proxy's body reader hands an agent's earlier items back as the same
+#: objects on every request (sessions_app/proxy/digests.py), so each is copied once. Items
+#: are read, never changed.
+_FORMS: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
+_FORMS_LOCK: Final = threading.Lock()
+_FORMS_KEPT: Final = 65_536
+#: The turns of the last item lists read (one per recent conversation, about).
+_TURNS: list[tuple[list[Any], list[Turn]]] = []
+_TURNS_KEPT: Final = 32
 
 
 def side_of(item: Any) -> str | None:
@@ -89,7 +112,37 @@ def side_of(item: Any) -> str | None:
 
 
 def turns_of(items: Sequence[Any]) -> list[Turn]:
-    """`items` as turns: each run of items of one side is one turn."""
+    """`items` as turns: each run of items of one side is one turn. The turns of a recent
+    list whose items this one begins with (the same objects: module doc of `_FORMS`) are
+    taken from it, but its last turn, which the new items may extend."""
+    known, start = _known_turns(items)
+    turns = [*known, *_grouped(items[start:])]
+    _keep_turns(items, turns)
+    return turns
+
+
+def _known_turns(items: Sequence[Any]) -> tuple[list[Turn], int]:
+    """The turns of the longest kept list `items` begins with, but its last one, and the
+    index of the first item after them."""
+    with _FORMS_LOCK:
+        kept = list(_TURNS)
+    best: tuple[list[Turn], int] = ([], 0)
+    for earlier, turns in kept:
+        if len(earlier) > len(items) or len(turns) < 2 or len(earlier) <= best[1]:
+            continue
+        if all(a is b for a, b in zip(earlier, items, strict=False)):
+            reused = turns[:-1]
+            best = (reused, sum(len(turn.sent) for turn in reused))
+    return best
+
+
+def _keep_turns(items: Sequence[Any], turns: list[Turn]) -> None:
+    with _FORMS_LOCK:
+        _TURNS.append((list(items), turns))
+        del _TURNS[:-_TURNS_KEPT]
+
+
+def _grouped(items: Sequence[Any]) -> list[Turn]:
     turns: list[Turn] = []
     run: list[Any] = []
     role = ""
