@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from sessions_app.models import Compaction, Message, Session
+from sessions_app.models import Compaction, CompactionProfile, Message, Session
 from tests.support.asgi_server import AsgiServer
 from tests.support.codex import (
     CTXWEB_KEY_VARIABLE,
@@ -326,3 +326,76 @@ def test_an_upstream_failure_reaches_codex_as_sent(
     assert [r.kind for r in model.responses_requests()] == ["turn"]
     [session] = Session.objects.all()
     assert PROMPT in _stored_text(session)
+
+
+LONG_STEPS = 6
+
+
+class LongCodexModel(CodexModel):
+    """Codex's model for a long run: `LONG_STEPS` shell calls, each printing its marker and
+    a thousand lines, then `FINAL`. The next step follows the newest marker the request
+    holds, so a compacted history (the older outputs summarized) keeps it in step."""
+
+    def _next(self, request: ResponsesRequest) -> ResponsesReply:
+        held = json.dumps(request.items)
+        done = [step for step in range(LONG_STEPS) if f"STEP-{step}-DONE" in held]
+        step = max(done) + 1 if done else 0
+        if step >= LONG_STEPS:
+            return ResponsesReply.text(FINAL, reasoning=True)
+        command = f"printf 'STEP-{step}-DONE\\n'; seq 1 1000"
+        return ResponsesReply.shell(command, f"call_step_{step}")
+
+
+@pytest.fixture
+def long_model(settings: Any) -> Iterator[LongCodexModel]:
+    with LongCodexModel() as server:
+        settings.CTXWEB_UPSTREAM_OPENAI_URL = server.base_url.removesuffix("/v1")
+        settings.CTXWEB_UPSTREAM_OPENAI_API_KEY = SERVER_KEY
+        yield server
+
+
+def _compacting_profile() -> None:
+    """The default profile: compact mode at half of a 32k window (Codex's developer prompt
+    and tools, about 8k tokens, count), extractive summaries, the newest two messages kept,
+    compacting in the request that reaches the threshold."""
+    CompactionProfile.objects.update(is_default=False)
+    CompactionProfile.objects.create(
+        name="codex-long",
+        is_default=True,
+        summarizer="extractive",
+        context_limit=32_000,
+        trigger_ratio=0.5,
+        keep_recent_messages=2,
+        tail_retention_ratio=0.1,
+        retry_backoff_seconds=0.0,
+        cooldown_seconds=0.0,
+        proxy_mode="compact",
+        prepare_at=None,  # compact in the request that reaches the threshold (no worker here)
+    )
+
+
+def test_a_long_codex_run_is_compacted_before_it_is_forwarded(
+    proxy_server: AsgiServer, long_model: LongCodexModel, ctx_key: str, tmp_path: Path
+) -> None:
+    """Codex sends its whole history every turn; in compact mode ctxweb forwards the runtime
+    context instead once the session passes its threshold: the developer messages at the head
+    as sent, the older calls summarized, the newest items (a reasoning item and its call
+    included) as Codex sent them. Codex still finishes, in one session."""
+    require_cli()
+    _compacting_profile()
+
+    done = _run("custom", proxy_server, ctx_key, tmp_path)
+
+    assert (done.returncode, done.stdout.strip()) == (0, FINAL), done.stderr
+    turns = long_model.turns()
+    assert len(turns) == LONG_STEPS + 1
+    session = _the_session(session_id(done))
+    assert Compaction.objects.filter(session=session).exclude(trigger="imported").exists()
+    first, last = turns[0].items, turns[-1].items
+    assert last[0] == first[0]  # the developer prompt, as sent
+    forwarded = json.dumps(last)
+    assert '"call_step_0"' not in forwarded  # summarized before it was forwarded
+    assert f'"call_step_{LONG_STEPS - 1}"' in forwarded  # the newest call, kept
+    newest = [item for item in last if item.get("type") == "reasoning"][-1]
+    [written] = [item for item in long_model.answered if item["id"] == newest["id"]]
+    assert {key: newest.get(key) for key in written} == written
