@@ -178,6 +178,8 @@ NOT_HISTORY_FUNCTIONS = {
     "archive_name",  # an archive file name
     "extract_identifiers",  # the retention check, lenient on any stored history (for the
     "measure_recall",  # history's "what was lost"): tests/compaction/test_retention.py
+    "state_recall",  # the same, of the session state: tests/compaction/test_summary_grounding.py
+    "expand_path_groups",  # a summary's text, not a history
 }
 
 
