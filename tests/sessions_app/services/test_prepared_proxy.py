@@ -104,7 +104,7 @@ def test_the_request_crossing_the_threshold_does_not_wait_for_the_summary_model(
 
     def say(turn: int) -> None:
         history.append({"role": "user", "content": _turn(turn)})
-        reply = claude.messages.create(model="m", max_tokens=20, messages=history)
+        reply: Any = claude.messages.create(model="m", max_tokens=20, messages=history)
         history.append({"role": "assistant", "content": reply.content[0].text})
 
     turn = 0
