@@ -17,6 +17,7 @@ installed, except under CI, where it must run.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -73,10 +74,11 @@ def write_config(
     *,
     compact_at: int | None = None,
     ctxweb_header: bool = False,
+    headers: Mapping[str, str] | None = None,
 ) -> Path:
     """`home`/config.toml sending Codex's requests to `base_url` (ending in `/v1`) through
     the `provider` setup; `ctxweb_header`: the custom provider also sends `X-Ctxweb-Key`
-    from `$CTXWEB_KEY`. Returns the file."""
+    from `$CTXWEB_KEY`, and `headers` as they are. Returns the file."""
     home.mkdir(parents=True, exist_ok=True)
     lines = [f'model = "{MODEL}"', "check_for_update_on_startup = false"]
     if compact_at is not None:
@@ -91,13 +93,13 @@ def write_config(
     lines += ["", "[analytics]", "enabled = false", "", "[feedback]", "enabled = false"]
     lines += ["", "[otel]", 'exporter = "none"', "", "[history]", 'persistence = "none"']
     if provider == "custom":
-        lines += _custom_provider(base_url, ctxweb_header)
+        lines += _custom_provider(base_url, ctxweb_header, headers or {})
     path = home / "config.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
 
-def _custom_provider(base_url: str, ctxweb_header: bool) -> list[str]:
+def _custom_provider(base_url: str, ctxweb_header: bool, headers: Mapping[str, str]) -> list[str]:
     lines = [
         "",
         "[model_providers.ctxweb]",
@@ -111,6 +113,11 @@ def _custom_provider(base_url: str, ctxweb_header: bool) -> list[str]:
     ]
     if ctxweb_header:
         lines.append(f'env_http_headers = {{ "X-Ctxweb-Key" = "{CTXWEB_KEY_VARIABLE}" }}')
+    if headers:
+        pairs = ", ".join(
+            f"{json.dumps(name)} = {json.dumps(value)}" for name, value in headers.items()
+        )
+        lines.append(f"http_headers = {{ {pairs} }}")
     return lines
 
 

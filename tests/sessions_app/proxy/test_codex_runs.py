@@ -116,12 +116,15 @@ def _run(
     ctx_key: str,
     home: Path,
     compact_at: int | None = None,
+    headers: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """`codex exec PROMPT` through ctxweb: the custom provider with its own key and ctxweb's
-    in `X-Ctxweb-Key`, the built-in one with ctxweb's key as its key."""
+    in `X-Ctxweb-Key` (and `headers`), the built-in one with ctxweb's key as its key."""
     base_url = f"{proxy.url}/proxy/openai/v1"
     custom = provider == "custom"
-    write_config(home, base_url, provider, compact_at=compact_at, ctxweb_header=custom)
+    write_config(
+        home, base_url, provider, compact_at=compact_at, ctxweb_header=custom, headers=headers
+    )
     key = OWN_KEY if custom else ctx_key
     return run_codex(home, PROMPT, key, timeout=50, environment={CTXWEB_KEY_VARIABLE: ctx_key})
 
@@ -399,3 +402,24 @@ def test_a_long_codex_run_is_compacted_before_it_is_forwarded(
     newest = [item for item in last if item.get("type") == "reasoning"][-1]
     [written] = [item for item in long_model.answered if item["id"] == newest["id"]]
     assert {key: newest.get(key) for key in written} == written
+
+
+def test_a_long_codex_run_in_observe_mode_is_forwarded_as_sent(
+    proxy_server: AsgiServer, long_model: LongCodexModel, ctx_key: str, tmp_path: Path
+) -> None:
+    """The same run with `X-Ctxweb-Mode: observe` (Codex's `http_headers`): recorded, never
+    compacted, every request forwarded with the whole history Codex sent."""
+    require_cli()
+    _compacting_profile()
+
+    done = _run("custom", proxy_server, ctx_key, tmp_path, headers={"X-Ctxweb-Mode": "observe"})
+
+    assert (done.returncode, done.stdout.strip()) == (0, FINAL), done.stderr
+    turns = long_model.turns()
+    assert {r.headers.get("x-ctxweb-mode") for r in turns} == {None}  # ctxweb's, not upstream's
+    session = _the_session(session_id(done))
+    assert not Compaction.objects.filter(session=session).exists()
+    forwarded = json.dumps(turns[-1].items)
+    assert all(f'"call_step_{step}"' in forwarded for step in range(LONG_STEPS))
+    calls = Counter(f"call_step_{step}" for step in range(LONG_STEPS))
+    assert _blocks(session, "tool_use", "id") == calls
