@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
-from sessions_app.services.proxying.turns import ProxyFormat, ProxyRequest
+from sessions_app.services.proxying.formats import ProxyFormat
+from sessions_app.services.proxying.turns import ProxyRequest
 
 from ..importers.blocks import prompt_text, short_title
 from .base import Adapter, Conversation

@@ -12,6 +12,8 @@ leaves the request to the usual matching.
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
+from typing import Protocol, TypeVar
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -20,7 +22,28 @@ from sessions_app.models import Message, Session
 from sessions_app.services.proxying.client_compaction import restarted_state
 from sessions_app.services.sessions.lifecycle import sessions_for
 
-__all__ = ["continued_session"]
+__all__ = ["chained", "continued_session"]
+
+
+class _Chained(Protocol):
+    @property
+    def previous_response(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+
+
+R = TypeVar("R", bound=_Chained)
+
+
+def chained(owner: User, request: R) -> R:
+    """`request` (services/proxying/turns.py `ProxyRequest`) as planned: with a previous
+    response, observed only, and named after the session of that response when there is
+    one; else as it is."""
+    if not request.previous_response:
+        return request
+    continued = continued_session(owner, request.previous_response)
+    name = str(continued) if continued is not None else request.name
+    return replace(request, mode="observe", name=name)  # type: ignore[type-var]
 
 
 def continued_session(owner: User, response_id: str) -> uuid.UUID | None:

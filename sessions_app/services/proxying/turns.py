@@ -24,7 +24,7 @@ import contextlib
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -37,14 +37,14 @@ from sessions_app.services.compacting.auto import (
     post_call_check,
     precompact,
 )
-from sessions_app.services.context.text import Format
 from sessions_app.services.errors import Conflict
 from sessions_app.services.proxying.client_compaction import forwarded_as_sent
 from sessions_app.services.proxying.context import split_context
+from sessions_app.services.proxying.formats import ProxyFormat, context_format
 from sessions_app.services.proxying.origin import link_agent_calls, origin_of
 from sessions_app.services.proxying.overhead import remember_overhead
 from sessions_app.services.proxying.prefix_map import Incoming, PrefixMap
-from sessions_app.services.proxying.response_chain import continued_session
+from sessions_app.services.proxying.response_chain import chained
 from sessions_app.services.sessions.lifecycle import (
     UNREAD,
     append_locked,
@@ -66,11 +66,6 @@ __all__ = [
     "plan_request",
     "record_answer",
 ]
-
-#: The request formats the proxy stores: the context formats, and OpenAI Responses, whose
-#: rewritten head is rendered from the Anthropic form (sessions_app/proxy/responses.py).
-ProxyFormat = Literal["anthropic", "openai", "responses"]
-
 #: How many recent sessions sharing a conversation key are checked for a matching prefix.
 _CANDIDATES = 20
 #: How many times a request is planned again when its session moved on under it, before
@@ -110,11 +105,6 @@ class ProxyRequest:
     previous_response: str = ""
 
 
-def context_format(provider: ProxyFormat) -> Format:
-    """The context format a request's head is rendered in."""
-    return "anthropic" if provider == "responses" else provider
-
-
 @dataclass(frozen=True)
 class ProxyPlan:
     """What to forward: `head` (the runtime context's replaced part, in the provider's format)
@@ -144,10 +134,7 @@ def plan_request(owner: User, request: ProxyRequest) -> ProxyPlan | None:
     request is never forwarded unrecorded while the database answers (docs/behaviour.md,
     "Concurrent requests of one conversation").
     """
-    if request.previous_response:  # the server holds the earlier turns: observe only
-        continued = continued_session(owner, request.previous_response)
-        name = str(continued) if continued is not None else request.name
-        request = replace(request, mode="observe", name=name)
+    request = chained(owner, request)  # previous_response_id: observed only
     incoming = Incoming(request.digests)
     overhead = remembered_overhead_digest(request.system, request.tools)
     for _ in range(_ATTEMPTS):
