@@ -31,6 +31,7 @@ SCRIPTS = (
     "api",
     "appends",
     "import",
+    "search",
     "rescan",
     "ui",
     "proxy",

@@ -290,6 +290,9 @@ class Message(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["session", "seq"], name="message_session_seq_unique")
         ]
+        # Search hits come newest first (selectors/search.py): a word in most messages is
+        # answered by walking this index until a page is found, not by sorting every match.
+        indexes = [models.Index(fields=["created_at", "id"], name="message_time_id")]
 
     def __str__(self) -> str:
         return f"{self.session_id}#{self.seq} {self.role}"

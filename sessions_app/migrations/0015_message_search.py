@@ -3,11 +3,11 @@
 Kept by the database itself, so no writer of Message rows can forget it (appends, the
 proxy, imports and their merges, deletes by cascade): the search reads what was written.
 
-- PostgreSQL: a GIN index on the expression `ctxweb_search_document(content)`, the words of
-  every string value of the stored JSON (text blocks, tool inputs and results) as written
-  ('simple': no stemming, no stop words, the same in every language). No column is added
-  and there is nothing to keep in step: PostgreSQL maintains the index on every INSERT,
-  UPDATE and DELETE.
+- PostgreSQL: a stored generated column `search_document` (tsvector) computed by
+  `ctxweb_search_document(content)`, the words of every string value of the stored JSON
+  (text blocks, tool inputs and results) as written ('simple': no stemming, no stop words,
+  the same in every language), with a GIN index. The model does not declare the column:
+  PostgreSQL computes it on every INSERT and UPDATE, whoever writes.
 - SQLite: a contentless FTS5 table (rowid = Message.id) fed by triggers with the same
   strings (`json_tree`'s text values), deleted with FTS5's 'delete' command from the old
   row's strings. Contentless: the text is not stored a second time (the snippet is
@@ -54,24 +54,37 @@ SQLITE_BACKWARD = [
     f"DROP TABLE IF EXISTS {_FTS}",
 ]
 
-# The words of every string value of a message: PostgreSQL's parser keeps a path, a file
-# name, an address as one token ('src/main.py'); its lexemes are parsed again with '.', '/',
-# '@' and ':' as spaces, so `main.py` finds 'src/main.py' (as FTS5 splits them). Declared
-# IMMUTABLE (array_to_string is only STABLE in general, not for text[]) so it can be indexed.
+# The words of every string value of a message (keys left out), as the 'simple'
+# configuration reads them once '.', '/', '@' and ':' are spaces: PostgreSQL's parser would
+# keep 'src/main.py' as one token, and `main.py` should find it (as FTS5 splits it). The
+# first 200,000 characters only, so no message can pass tsvector's 1 MB limit, and a
+# content PostgreSQL cannot read as JSON is indexed as nothing: a write never fails on the
+# index. PL/pgSQL, so that the planner sees one opaque call (an inlined SQL body is costed
+# and planned as its parts).
 POSTGRES_FUNCTION = """
 CREATE OR REPLACE FUNCTION ctxweb_search_document(content text) RETURNS tsvector
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-  SELECT to_tsvector('simple'::regconfig, translate(array_to_string(tsvector_to_array(
-    jsonb_to_tsvector('simple'::regconfig, content::jsonb, '["string"]'::jsonb)), ' '),
-    './@:', '    '))
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+  RETURN to_tsvector('simple'::regconfig, translate(left(coalesce((
+    SELECT string_agg(value #>> '{}', ' ')
+    FROM jsonb_path_query(content::jsonb, 'strict $.**') AS value
+    WHERE jsonb_typeof(value) = 'string'), ''), 200000), './@:', '    '));
+EXCEPTION WHEN others THEN
+  RETURN ''::tsvector;
+END
 $$
 """
+# A stored generated column: computed once per write by PostgreSQL itself (any writer), so
+# a search reads it instead of computing it again for each row it checks.
 POSTGRES_FORWARD = [
     POSTGRES_FUNCTION,
-    f"CREATE INDEX {_FTS} ON sessions_app_message USING gin (ctxweb_search_document(content))",
+    "ALTER TABLE sessions_app_message ADD COLUMN search_document tsvector "
+    "GENERATED ALWAYS AS (ctxweb_search_document(content)) STORED",
+    f"CREATE INDEX {_FTS} ON sessions_app_message USING gin (search_document)",
 ]
 POSTGRES_BACKWARD = [
     f"DROP INDEX IF EXISTS {_FTS}",
+    "ALTER TABLE sessions_app_message DROP COLUMN IF EXISTS search_document",
     "DROP FUNCTION IF EXISTS ctxweb_search_document(text)",
 ]
 

@@ -50,10 +50,10 @@ _QUERY_CHARS: Final = 1000
 _WORD = re.compile(r"\w+")
 _SPACE = re.compile(r"\s+")
 _FTS: Final = "sessions_app_message_search"
-# The expression of the index (migration 0015_message_search), and its query: the same
-# characters are spaces on both sides.
+# The indexed column (migration 0015_message_search) and the query: '.', '/', '@' and ':'
+# are spaces on both sides.
 _PG_MATCHES: Final = (
-    'ctxweb_search_document("sessions_app_message"."content") @@ '
+    '"sessions_app_message"."search_document" @@ '
     "plainto_tsquery('simple'::regconfig, translate(%s, './@:', '    '))"
 )
 

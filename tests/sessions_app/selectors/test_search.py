@@ -145,3 +145,15 @@ def test_snippet_is_cut_around_the_first_match() -> None:
     assert len(snippet) <= 242
     [(start, end)] = highlights
     assert snippet[start:end] == "needle"
+
+
+def test_a_huge_message_is_stored_and_found(
+    make_session: Callable[..., Session], user: Any
+) -> None:
+    """Over tsvector's 1 MB of distinct words: still stored (a write never fails on the
+    index), found by its first words."""
+    words = " ".join(f"w{n}z" for n in range(220_000))
+    session = make_session(messages=[{"role": "user", "content": f"needle {words}"}])
+    assert Message.objects.filter(session=session).count() == 1
+    [hit] = search_history(user, "needle")
+    assert hit.snippet.startswith("needle w0z")
