@@ -130,6 +130,9 @@ def test_the_app_pages_have_no_serious_finding(
     tab.wait_for_selector("[data-hit-session]")
     audit.check("list, search hits")
     audit.visit(f"{base}/no/such/page/", "404 page")
+    # The app's own page, at the device's width (Django's debug page was 980 px wide).
+    assert tab.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+    assert tab.locator("[data-status='404']").count() == 1
     session = f"{base}/sessions/{browser_session.session.pk}/"
     audit.visit(f"{session}?tab=history", "history")
     open_markers(tab)

@@ -158,3 +158,15 @@ def test_a_job_refused_by_a_service_says_so_plainly(user: Any) -> None:
     assert job.error.startswith("compaction failed: ")
     assert "no-such-profile" in job.error
     assert "sessions_app." not in job.error
+
+
+def test_the_job_notice_says_it_once_with_what_to_do(user: Any) -> None:
+    session = session_of(user, profile_with("https://llm.example.test/v1", UNSET))
+    job = enqueue_compaction(session, params={"trigger": "manual"})
+    run_job(str(job.pk))
+    client = Client()
+    client.force_login(user)
+    html = client.get(reverse("ui:job", args=[session.pk, job.pk])).content.decode()
+    assert 'data-failure="summarizer_unavailable"' in html
+    assert "llm.example.test was not called" in html
+    assert html.count(UNSET) == 1  # the error's message, said once
