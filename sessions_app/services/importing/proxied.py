@@ -9,12 +9,15 @@ wire as one message, the rollout has one message per item. Every message would b
 a second time.
 
 So for a proxied session the proxy's record is the conversation, and a transcript adds only
-what the proxy does not hold: its system messages (the proxy's overhead) go, and so do the
-blocks the stored messages already hold (a text or a reasoning summary by its text, a tool
-call or result by its id; each stored block stands for one block of the transcript); its
-compaction points go too (the proxy records the agent's compactions as they pass). What is
-left is appended after the proxy's last message, so reading the transcript again adds
-nothing more (docs/behaviour.md, "Watched transcripts").
+what came after it: its system messages (the proxy's overhead) and its compaction points
+(the proxy records the agent's compactions as they pass) go; of its other blocks, those up
+to the last one the session holds are covered by the proxy's record (a text or a reasoning
+summary by its words, a tool call or result by its id, a compaction's summary as a text;
+each stored block stands for one block of the transcript), even where the proxy never stored
+them as such (a tool result Codex sent only inside its compaction request). The blocks after
+that one, an answer whose stream the proxy lost say, are appended after the proxy's last
+message, so reading the transcript again adds nothing more (docs/behaviour.md, "Watched
+transcripts").
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any
 
 from compaction import blocks_of
 from sessions_app.importers import ImportedMessage, ImportedSession
-from sessions_app.models import Message, Session
+from sessions_app.models import Compaction, Message, Session
 
 __all__ = ["is_proxied", "not_held_by_proxy"]
 
@@ -40,19 +43,35 @@ def is_proxied(session: Session) -> bool:
 
 
 def not_held_by_proxy(session: Session, imported: ImportedSession) -> ImportedSession:
-    """`imported` without what the proxied `session` already holds (module doc): its
-    messages reduced to the blocks the stored ones do not have, no system messages, no
-    compaction points."""
+    """`imported` without what the proxied `session` already covers (module doc): no
+    system messages, no compaction points, and of its messages only the blocks after the
+    last one the stored messages (or the session's compaction summaries) hold."""
+    held = _held(session)
+    found = [
+        (item, block, _take(held, _key(block)))
+        for item in imported.messages
+        if item.role != "system"
+        for block in blocks_of(item.message)
+    ]
+    last = max((n for n, (_, _, is_held) in enumerate(found) if is_held), default=-1)
+    kept: list[ImportedMessage] = []
+    source: ImportedMessage | None = None
+    for item, block, _ in found[last + 1 :]:
+        if item is source:  # another block of the same message
+            kept[-1].message["content"].append(block)
+        else:
+            kept.append(replace(item, message={**item.message, "content": [block]}))
+            source = item
+    return replace(imported, messages=kept, compactions=[], context=[])
+
+
+def _held(session: Session) -> Counter[BlockKey]:
+    """Each block the session's messages hold, and each compaction summary as a text."""
     contents = Message.objects.filter(session=session).values_list("content", flat=True)
     held = Counter(key for content in contents for key in _keys(_blocks(content)))
-    kept: list[ImportedMessage] = []
-    for item in imported.messages:
-        if item.role == "system":
-            continue
-        blocks = [block for block in blocks_of(item.message) if not _take(held, _key(block))]
-        if blocks:
-            kept.append(replace(item, message={**item.message, "content": blocks}))
-    return replace(imported, messages=kept, compactions=[], context=[])
+    summaries = Compaction.objects.filter(session=session).values_list("summary", flat=True)
+    held.update(("text", summary.strip()) for summary in summaries if summary.strip())
+    return held
 
 
 def _blocks(content: Any) -> list[Any]:

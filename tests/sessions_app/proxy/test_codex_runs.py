@@ -423,3 +423,27 @@ def test_a_long_codex_run_in_observe_mode_is_forwarded_as_sent(
     assert all(f'"call_step_{step}"' in forwarded for step in range(LONG_STEPS))
     calls = Counter(f"call_step_{step}" for step in range(LONG_STEPS))
     assert _blocks(session, "tool_use", "id") == calls
+
+
+@pytest.mark.parametrize("provider", ["custom", "builtin"])
+def test_the_rollout_of_a_run_codex_compacted_adds_nothing_to_its_session(
+    provider: Provider,
+    proxy_server: AsgiServer,
+    compacting_model: CodexModel,
+    ctx_key: str,
+    tmp_path: Path,
+    user: Any,
+) -> None:
+    """Codex's rollout records its compaction too (a `compacted` line, the built-in
+    provider's `compaction` item): imported after the proxied run, it adds no second
+    compaction point and no message."""
+    require_cli()
+    done = _run(provider, proxy_server, ctx_key, tmp_path / "home", compact_at=COMPACT_AT)
+    assert done.returncode == 0, done.stderr
+    [rollout] = rollouts(tmp_path / "home")
+    proxied = describe(user)
+
+    assert import_once(rollout, user) == proxied
+
+    session = _the_session(session_id(done))
+    assert Compaction.objects.filter(session=session).count() == 1
