@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import goal, log, options, table
+from bench.proxy_responses import measured_responses, responses_goal
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_MS = 15.0
@@ -131,81 +132,6 @@ def _added_latency(
         through.append((time.perf_counter() - started) * 1000)
         assert response.status_code == 200, response.text
         conversation.advance(response.json()["content"])
-    return {
-        "proxy p50": statistics.median(through),
-        "direct p50": statistics.median(straight),
-        "added p50": statistics.median(through) - statistics.median(straight),
-        "added p95": _percentile(through, 0.95) - _percentile(straight, 0.95),
-        "bytes": len(conversation.body()),
-    }
-
-
-class _ResponsesConversation:
-    """The same conversation as a Responses client sends it: `input` items (a developer
-    message, then the history as messages), the answer's output items sent back."""
-
-    def __init__(self, history: list[Any]) -> None:
-        self.items: list[Any] = [{"type": "message", "role": "developer", "content": _SYSTEM}]
-        self.items.extend(
-            {"type": "message", "role": m["role"], "content": _text_of(m["content"])}
-            for m in history
-        )
-        self.tools = [
-            {
-                "type": "function",
-                "name": t["name"],
-                "description": t["description"],
-                "parameters": t["input_schema"],
-            }
-            for t in _TOOLS
-        ]
-        self.turn = 0
-
-    def body(self, *, stream: bool = False) -> bytes:
-        payload = {
-            "model": "bench",
-            "input": self.items,
-            "tools": self.tools,
-            "store": False,
-            "stream": stream,
-        }
-        return json.dumps(payload).encode()
-
-    def advance(self, answer: Any) -> None:
-        self.turn += 1
-        note = {"role": "user", "content": f"Carry on with step {self.turn}."}
-        self.items = [*self.items, *answer["output"], {"type": "message", **note}]
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "\n".join(str(b.get("text") or b.get("content") or "") for b in content)
-
-
-def _responses_latency(
-    http: Any, proxy: str, direct: str, history: list[Any], runs: int
-) -> dict[str, Any]:
-    """`_added_latency` for the Responses route."""
-    conversation = _ResponsesConversation(history)
-    headers = {
-        "content-type": "application/json",
-        "authorization": f"Bearer {http.headers['x-api-key']}",
-    }
-    first = http.post(proxy, content=conversation.body(), headers=headers)  # stores it all
-    assert first.status_code == 200, first.text
-    conversation.advance(first.json())
-    through, straight = [], []
-    for _ in range(runs):
-        body = conversation.body()
-        started = time.perf_counter()
-        assert http.post(direct, content=body, headers=headers).status_code == 200
-        straight.append((time.perf_counter() - started) * 1000)
-        started = time.perf_counter()
-        response = http.post(proxy, content=body, headers=headers)
-        through.append((time.perf_counter() - started) * 1000)
-        assert response.status_code == 200, response.text
-        conversation.advance(response.json())
     return {
         "proxy p50": statistics.median(through),
         "direct p50": statistics.median(straight),
@@ -362,7 +288,9 @@ def child(smoke: bool) -> dict[str, Any]:
     gc.freeze()
     with _served() as (fake, responses, url):
         figures.update(_measured(fake, url, key, histories, runs, smoke))
-        figures["responses"] = _measured_responses(responses, url, key, histories, runs)
+        figures["responses"] = measured_responses(
+            responses, url, key, histories, runs, (_SYSTEM, _TOOLS)
+        )
     figures["sessions"] = Session.objects.count()
     return figures
 
@@ -427,22 +355,6 @@ def _measured(
     return figures
 
 
-def _measured_responses(
-    fake: Any, url: str, key: str, histories: dict[str, list[Any]], runs: int
-) -> dict[str, Any]:
-    """Added latency of the Responses route at each size."""
-    import httpx
-
-    proxy, direct = f"{url}/proxy/openai/v1/responses", f"{fake.base_url}/v1/responses"
-    sizes: dict[str, Any] = {}
-    with httpx.Client(timeout=120, headers={"x-api-key": key}) as http:
-        for label, history in histories.items():
-            log(f"proxy: Responses route, added latency at {label} tokens")
-            sizes[label] = _responses_latency(http, proxy, direct, history, runs)
-            fake.requests.clear()
-    return sizes
-
-
 def _run_child(data_dir: str, smoke: bool) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     env.update(
@@ -497,10 +409,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     headers = ["history", "request", "direct p50", "proxy p50", "added p50", "added p95"]
     print(table(headers, _size_rows(figures["sizes"])))
-    print(
-        "\nThe OpenAI Responses route (`/proxy/openai/v1/responses`), the same histories "
-        "as items:\n"
-    )
+    print("\nThe OpenAI Responses route (`/proxy/openai/v1/responses`), the same histories:\n")
     print(table(headers, _size_rows(figures["responses"])))
     ttfb, many = figures["ttfb"], figures["concurrent"]
     print()
@@ -528,14 +437,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"added latency p50 at {largest} = {added:.1f} ms (< {GOAL_MS:.0f} ms)", added < GOAL_MS
         )
     )
-    responses = figures["responses"][largest]["added p50"]
-    print(
-        goal(
-            f"Responses route: added latency p50 at {largest} = {responses:.1f} ms "
-            f"(< {GOAL_MS:.0f} ms)",
-            responses < GOAL_MS,
-        )
-    )
+    print(responses_goal(figures["responses"], largest, GOAL_MS))
     print(goal(f"20 concurrent streaming clients: {many['errors']} errors", many["errors"] == 0))
 
 

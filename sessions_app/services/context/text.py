@@ -52,8 +52,9 @@ from sessions_app.services.context.openai import (
     openai_extended,
     system_text,
 )
+from sessions_app.services.context.responses import responses_body
 from sessions_app.services.context.sized_cache import SizedCache
-from sessions_app.services.sessions.entries import entry_message, load_entries
+from sessions_app.services.sessions.entries import entry_message
 
 __all__ = [
     "ContextText",
@@ -288,7 +289,7 @@ def _stored(session: Session, fmt: Format) -> ContextText | None:
 def response_tail(fmt: Format, tokens: int, limit: int | None) -> bytes:
     """The end of a response: `tokens`, `limit` and `usage` (they depend on the profile)."""
     usage = json.dumps(round(tokens / limit, 6) if limit else None)
-    if fmt == "openai":  # json.dumps' default separators, as the rest has them
+    if fmt != "anthropic":  # json.dumps' default separators, as the rest has them
         return f', "tokens": {tokens}, "limit": {json.dumps(limit)}, "usage": {usage}}}'.encode()
     return f'],"tokens":{tokens},"limit":{json.dumps(limit)},"usage":{usage}}}'.encode()
 
@@ -325,8 +326,9 @@ def _built(
     if fmt == "openai":
         built = openai_body(session)
         return _openai_text(built, stamp, built.tokens, limit, overhead)
-    if fmt == "responses":
-        return _responses_text(session, stamp, limit, overhead)
+    if fmt == "responses":  # the OpenAI form's shape, rebuilt on change
+        built = responses_body(session)
+        return _openai_text(built, stamp, built.tokens, limit, overhead, fmt="responses")
     rows = _raw_rows(session)
     head = 0
     while head < len(rows) and rows[head][1] == "system":
@@ -356,8 +358,6 @@ def _extended(
 ) -> ContextText | None:
     """The cached text with the entries appended since (None: nothing new found, or the
     new entries do not simply continue the alternation, or in OpenAI form their conversion)."""
-    if cached.fmt == "responses":
-        return None  # rebuilt: items do not map one to one onto entries
     if cached.fmt == "openai":
         found = openai_extended(
             session,
@@ -388,29 +388,6 @@ def _extended(
     )
 
 
-def _responses_text(
-    session: Session, stamp: Stamp, limit: int | None, overhead: int
-) -> ContextText:
-    """The Responses form: `{"system": …, "messages": [items…], …tail}`, the items as
-    exporters/responses.py renders them (`messages`, as the other formats' responses have)."""
-    entries = load_entries(session)
-    system, items, tokens = payload_parts(entries, "responses")
-    head = json.dumps({"system": system, "messages": items}, cls=DjangoJSONEncoder)
-    body = head[:-2].encode()  # without `]}`: the tail closes the list
-    tail = response_tail("responses", tokens + overhead, limit)
-    return ContextText(
-        *stamp,
-        last_position=entries[-1].position if entries else -1,
-        tokens=tokens,
-        data=body + tail,
-        split=len(body),
-        limit=limit,
-        fmt="responses",
-        open_tail=False,
-        overhead=overhead,
-    )
-
-
 def _openai_text(
     built: OpenAIBody,
     stamp: Stamp,
@@ -419,10 +396,11 @@ def _openai_text(
     overhead: int,
     *,
     before: memoryview | bytes = b"",
+    fmt: Format = "openai",
 ) -> ContextText:
-    """The OpenAI response of `before` then `built` for `tokens` (all the entries'),
-    `limit` and `overhead`."""
-    tail = response_tail("openai", tokens + overhead, limit)
+    """The OpenAI (or Responses) response of `before` then `built` for `tokens` (all the
+    entries'), `limit` and `overhead`."""
+    tail = response_tail(fmt, tokens + overhead, limit)
     return ContextText(
         *stamp,
         last_position=built.last_position,
@@ -430,7 +408,7 @@ def _openai_text(
         data=b"".join((before, built.body, tail)),  # one copy of the megabytes
         split=len(before) + len(built.body),
         limit=limit,
-        fmt="openai",
+        fmt=fmt,
         open_tail=built.open_tail,
         last_role=built.last_role,
         overhead=overhead,

@@ -163,6 +163,9 @@ class FakeResponses:
 def _handler(fake: FakeResponses) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # as real API servers answer: with Nagle's algorithm a small answer waits for the
+        # client's delayed ACK (tests/support/fake_server.py; bench/proxy.py times this fake)
+        disable_nagle_algorithm = True
 
         def do_GET(self) -> None:
             fake.requests.append(Seen("GET", self.path, self._headers(), b""))
