@@ -129,6 +129,7 @@ def test_the_app_pages_have_no_serious_finding(
     tab.press("#history-search input[name=q]", "Enter")
     tab.wait_for_selector("[data-hit-session]")
     audit.check("list, search hits")
+    audit.visit(f"{base}/search/?q=src/app.py", "search page")
     audit.visit(f"{base}/no/such/page/", "404 page")
     # The app's own page, at the device's width (Django's debug page was 980 px wide).
     assert tab.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
