@@ -50,6 +50,8 @@ _QUERY_CHARS: Final = 1000
 _WORD = re.compile(r"\w+")
 _SPACE = re.compile(r"\s+")
 _FTS: Final = "sessions_app_message_search"
+#: SQLite: a query matching at least this many messages is answered from the time index.
+_FEW: Final = 2000
 # The indexed column (migration 0015_message_search) and the query: '.', '/', '@' and ':'
 # are spaces on both sides.
 _PG_MATCHES: Final = (
@@ -90,11 +92,12 @@ def search_history(
         raise InvalidInput.field("limit", f"must be between 1 and {MAX_LIMIT}")
     if offset < 0:
         raise InvalidInput.field("offset", "must be 0 or more")
-    rows = _matching(owner, chunks, session)
-    page = list(
-        rows.select_related("session")
-        .only("session__title", "seq", "role", "created_at", "content")
-        .order_by("-created_at", "-id")[offset : offset + limit]
+    ids = _page_ids(owner, chunks, session, slice(offset, offset + limit))
+    rows = Message.objects.filter(pk__in=ids).select_related("session")
+    page = sorted(
+        rows.only("session__title", "seq", "role", "created_at", "content"),
+        key=lambda row: (row.created_at, row.pk),
+        reverse=True,
     )
     covering = covering_compactions(page)
     words = [word for _, chunk_words in chunks for word in chunk_words]
@@ -113,22 +116,69 @@ def search_chunks(query: str) -> list[tuple[str, list[str]]]:
     return chunks
 
 
-def _matching(
-    owner: Owner, chunks: Sequence[tuple[str, list[str]]], session: Session | None
-) -> QuerySet[Message]:
-    """The owner's messages the index matches."""
+def _page_ids(
+    owner: Owner, chunks: Sequence[tuple[str, list[str]]], session: Session | None, page: slice
+) -> list[int]:
+    """The ids of one page of the owner's matching messages, newest first."""
     rows: QuerySet[Message] = Message.objects.filter(session__in=owned_sessions(owner))
     if session is not None:
         rows = rows.filter(session_id=session.pk)
     if connection.vendor == "postgresql":
         text = " ".join(chunk for chunk, _ in chunks)
-        return rows.filter(RawSQL(_PG_MATCHES, [text], output_field=BooleanField()))
-    if connection.vendor == "sqlite":
+        rows = rows.filter(RawSQL(_PG_MATCHES, [text], output_field=BooleanField()))
+    elif connection.vendor == "sqlite":
         # Each chunk one phrase of its words (FTS5 splits `main.py` into main, py).
         phrases = " ".join('"' + " ".join(words) + '"' for _, words in chunks)
-        ids = RawSQL(f"SELECT rowid FROM {_FTS} WHERE {_FTS} MATCH %s", [phrases])
-        return rows.filter(pk__in=ids)
-    raise InvalidInput.field("query", f"full-text search is not available on {connection.vendor}")
+        few = _sqlite_few(phrases)
+        if not few and session is None:
+            return _sqlite_newest(owner, phrases, page)
+        rows = rows.filter(_sqlite_matches(phrases, few=few))
+    else:
+        raise InvalidInput.field(
+            "query", f"full-text search is not available on {connection.vendor}"
+        )
+    return list(rows.order_by("-created_at", "-id").values_list("pk", flat=True)[page])
+
+
+def _sqlite_few(phrases: str) -> bool:
+    """True when fewer than _FEW messages match: all of them are read and sorted by time."""
+    probe = f"SELECT rowid FROM {_FTS} WHERE {_FTS} MATCH %s ORDER BY rowid DESC LIMIT {_FEW}"
+    with connection.cursor() as cursor:
+        cursor.execute(probe, [phrases])
+        return len(cursor.fetchall()) < _FEW
+
+
+def _sqlite_matches(phrases: str, *, few: bool) -> RawSQL:
+    """The FTS5 condition on a message: its id among every match (few), or a probe of the
+    index for this one message (many: the rows come from elsewhere, each checked)."""
+    if few:
+        return RawSQL(
+            f'"sessions_app_message"."id" IN (SELECT rowid FROM {_FTS} WHERE {_FTS} MATCH %s)',
+            [phrases],
+            output_field=BooleanField(),
+        )
+    return RawSQL(
+        f"EXISTS (SELECT 1 FROM {_FTS} WHERE {_FTS} MATCH %s "
+        f'AND rowid = "sessions_app_message"."id")',
+        [phrases],
+        output_field=BooleanField(),
+    )
+
+
+def _sqlite_newest(owner: Owner, phrases: str, page: slice) -> list[int]:
+    """A word many messages hold: the time index walked newest first, each of the owner's
+    messages checked against the FTS5 index, until the page is full (SQLite would
+    otherwise list and sort every match)."""
+    owned, params = owned_sessions(owner).values("pk").query.sql_with_params()
+    sql = (
+        "SELECT m.id FROM sessions_app_message AS m INDEXED BY message_time_id "
+        f"WHERE m.session_id IN ({owned}) AND EXISTS (SELECT 1 FROM {_FTS} "
+        f"WHERE {_FTS} MATCH %s AND rowid = m.id) "
+        "ORDER BY m.created_at DESC, m.id DESC LIMIT %s OFFSET %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, phrases, page.stop - page.start, page.start])
+        return [row[0] for row in cursor.fetchall()]
 
 
 def covering_compactions(rows: Sequence[Message]) -> dict[int, int]:

@@ -157,3 +157,27 @@ def test_a_huge_message_is_stored_and_found(
     assert Message.objects.filter(session=session).count() == 1
     [hit] = search_history(user, "needle")
     assert hit.snippet.startswith("needle w0z")
+
+
+def test_a_word_many_messages_hold_gives_the_same_pages(
+    make_session: Callable[..., Session], user: Any, other_user: Any, monkeypatch: Any
+) -> None:
+    """SQLite answers a word of many messages from the time index (search._FEW): the same
+    hits, order, pages and owner scoping as when every match is listed."""
+    from sessions_app.selectors import search
+
+    session = make_session(messages=_said("ibis one", "2026-01-01T00:00:00Z"))
+    for day in (5, 2, 4, 3):
+        append_messages(session, _said(f"ibis {day}", f"2026-01-0{day}T00:00:00Z"))
+    make_session(owner=other_user, messages=_said("ibis theirs", "2026-01-09T00:00:00Z"))
+    pages = [(2, 0), (2, 2), (20, 0), (1, 4)]
+    listed = [
+        [h.snippet for h in search_history(user, "ibis", limit=n, offset=o)] for n, o in pages
+    ]
+    monkeypatch.setattr(search, "_FEW", 1)
+    walked = [
+        [h.snippet for h in search_history(user, "ibis", limit=n, offset=o)] for n, o in pages
+    ]
+    assert walked == listed
+    assert listed[2] == ["ibis 5", "ibis 4", "ibis 3", "ibis 2", "ibis one"]
+    assert [h.snippet for h in search_history(user, "ibis", session=session, limit=2)] == listed[0]
