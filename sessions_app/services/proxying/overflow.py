@@ -18,8 +18,9 @@ from sessions_app.services.compacting.overflow import compact_after_overflow
 from sessions_app.services.errors import ServiceError
 from sessions_app.services.proxying.client_compaction import forwarded_as_sent
 from sessions_app.services.proxying.context import split_context
+from sessions_app.services.proxying.formats import context_format
 from sessions_app.services.proxying.prefix_map import PrefixMap
-from sessions_app.services.proxying.turns import ProxyPlan, context_format
+from sessions_app.services.proxying.turns import ProxyPlan
 from sessions_app.services.sessions.policies import profile_for
 
 __all__ = ["replan_after_overflow"]

@@ -58,14 +58,8 @@ from sessions_app.services.sessions.policies import profile_for
 from sessions_app.services.sessions.state import Change, advance
 from sessions_app.services.sessions.usage import reported_usage
 
-__all__ = [
-    "ProxyFormat",
-    "ProxyPlan",
-    "ProxyRequest",
-    "context_format",
-    "plan_request",
-    "record_answer",
-]
+__all__ = ["ProxyPlan", "ProxyRequest", "plan_request", "record_answer"]
+
 #: How many recent sessions sharing a conversation key are checked for a matching prefix.
 _CANDIDATES = 20
 #: How many times a request is planned again when its session moved on under it, before
@@ -98,10 +92,9 @@ class ProxyRequest:
     #: The key sessions stored before the canonical form got (sessions_app/canonical.py),
     #: when it differs from `key`: they are looked for under it too.
     legacy_key: str = ""
-    #: The new session's `source_format` when it is not `provider` (Responses: codex, openai).
+    #: A new session's `source_format` when not `provider` (Responses: codex or openai).
     source_format: str = ""
-    #: A Responses request's `previous_response_id`: observed only, in the session of that
-    #: response (services/proxying/response_chain.py).
+    #: `previous_response_id`: observed only (services/proxying/response_chain.py).
     previous_response: str = ""
 
 
@@ -177,8 +170,7 @@ def _plan(
         compaction = precompact(locked, profile).stored  # docs/behaviour.md#prepared-compaction
         reload_totals(locked)
     head, tail_start = split_context(locked, prefix, context_format(request.provider))
-    # a retry whose stored answer is in the rewritten part; a client's own compaction,
-    # whose summary the client's new window holds (services/proxying/client_compaction.py)
+    # a retry with its answer in the rewritten part; a window after the client's compaction
     if tail_start > stored or forwarded_as_sent(locked):
         head, tail_start = None, 0
     return replace(plan, head=head, tail_start=tail_start, compaction=compaction)
