@@ -24,6 +24,7 @@ from . import errors
 from .alternation import alternates, merge_adjacent_roles
 from .archive import archive_name
 from .blobstore import BlobStore, ExclusiveBlobStore, LocalBlobStore
+from .carried_state import expand_path_groups
 from .clock import Clock, SystemClock
 from .errors import (
     ArchiveError,
@@ -73,7 +74,6 @@ from .results import (
 from .retention import extract_identifiers, measure_recall
 from .session_compactor import Compactor
 from .smart_truncate import smart_truncate
-from .state_block import expand_path_groups
 from .summarizers import (
     AnthropicSummarizer,
     CallerSummary,

@@ -24,6 +24,7 @@ __all__ = [
     "STATE_OPEN",
     "CarriedState",
     "FileTouch",
+    "expand_path_groups",
     "todo_content",
     "without_state_block",
 ]
@@ -31,6 +32,8 @@ __all__ = [
 #: The lines that open and close the state block of a summary (`state_block`).
 STATE_OPEN: Final = "<session-state>"
 STATE_CLOSE: Final = "</session-state>"
+#: A brace group of paths: `src/{a,b}.py`.
+_GROUP: Final = re.compile(r"(?P<pre>[^\s{}]*)\{(?P<alts>[^{}\s]*,[^{}\s]*)\}(?P<post>[^\s{}]*)")
 #: A todo item as a state holds it: `[status] content`, a task's `[status] #id subject`.
 _TODO_ITEM: Final = re.compile(r"^\[[^\]]*\] (?:#\w+ )?")
 _BLOCK: Final = re.compile(
@@ -42,6 +45,18 @@ def without_state_block(text: str) -> str:
     """A summary's text without its state block: what a summarizer merges of an earlier
     summary (the engine carries the state itself)."""
     return _BLOCK.sub("", text) if STATE_OPEN in text else text
+
+
+def expand_path_groups(text: str) -> str:
+    """`text` with each brace group written out: `src/{a,b}.py` -> `src/a.py src/b.py`."""
+    if "{" not in text:
+        return text
+    return _GROUP.sub(_expanded, text)
+
+
+def _expanded(match: re.Match[str]) -> str:
+    pre, post = match.group("pre"), match.group("post")
+    return " ".join(f"{pre}{alternative}{post}" for alternative in match.group("alts").split(","))
 
 
 def todo_content(item: str) -> str:

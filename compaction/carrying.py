@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .carried_state import CarriedState
+from .carried_state import CarriedState, expand_path_groups
 from .grounding import ground_paths, whole_paths
 from .messages import Message
 from .policy import Policy
 from .results import Partition
-from .state_block import expand_path_groups, render_state
+from .state_block import render_state
 from .state_builder import carried_state
 from .summarizers.base import Summarizer
 from .summarizers.caller import CallerSummary

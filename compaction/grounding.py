@@ -14,10 +14,10 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
+from .carried_state import expand_path_groups
 from .marked_words import marked_words
 from .messages import blocks_of, message_text
 from .recall import input_strings
-from .state_block import expand_path_groups
 from .tool_operations import word_path
 
 __all__ = ["ground_paths", "whole_paths"]

@@ -18,7 +18,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from .carried_state import STATE_CLOSE, STATE_OPEN, CarriedState, FileTouch
+from .carried_state import (
+    STATE_CLOSE,
+    STATE_OPEN,
+    CarriedState,
+    FileTouch,
+    expand_path_groups,
+)
 from .harness_text import clip_words
 from .summarizers.summary_merge import GOALS, parse_summary
 from .tokens import text_counter
@@ -29,14 +35,11 @@ _FIRST: Final = "First request: "
 _LATEST: Final = "Latest requests:"
 _TODOS: Final = "Todo list:"
 _ERRORS: Final = "Unresolved errors:"
-_FILES: Final = (
-    'Files touched (path: last operation; "in tail": the messages after this summary name it):'
-)
+_FILES: Final = 'Files touched (last operation; "in tail": also in the messages below):'
 _HEADINGS: Final = (_LATEST, _TODOS, _ERRORS, _FILES)
 _IN_TAIL: Final = ", in tail"
 _LEFT_OUT: Final = re.compile(r"^- \((\d+) older (?:files?|errors?) left out for space\)$")
 _FILE_LINE: Final = re.compile(r"^- (?P<paths>\S+?)(?:: (?P<op>[a-z]+)(?P<tail>, in tail)?)?$")
-_GROUP: Final = re.compile(r"(?P<pre>[^\s{}]*)\{(?P<alts>[^{}\s]*,[^{}\s]*)\}(?P<post>[^\s{}]*)")
 _UNGROUPABLE: Final = re.compile(r"[\s{},]")
 _SHORT_REQUEST: Final = 120
 
@@ -150,18 +153,6 @@ def _brace(names: list[str]) -> str:
     if len(extensions) == 1 and all(dot and stem for stem, dot, _ in stems):
         return "{" + ",".join(stem for stem, _, _ in stems) + "}." + extensions.pop()
     return "{" + ",".join(unique) + "}"
-
-
-def expand_path_groups(text: str) -> str:
-    """`text` with each brace group written out: `src/{a,b}.py` -> `src/a.py src/b.py`."""
-    if "{" not in text:
-        return text
-    return _GROUP.sub(_expanded, text)
-
-
-def _expanded(match: re.Match[str]) -> str:
-    pre, post = match.group("pre"), match.group("post")
-    return " ".join(f"{pre}{alternative}{post}" for alternative in match.group("alts").split(","))
 
 
 def parse_state_block(text: str) -> CarriedState | None:

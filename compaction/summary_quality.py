@@ -17,12 +17,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .carried_state import todo_content
+from .carried_state import expand_path_groups, todo_content
 from .harness_text import strip_harness
 from .marked_words import marked_words
 from .messages import blocks_of, message_text
 from .recall import input_strings, measure_recall
-from .state_block import expand_path_groups
 from .state_builder import carried_state
 from .tool_operations import word_path
 
