@@ -9,7 +9,8 @@
  * (a nested marker exists only once the originals around it are loaded), then scrolls back.
  * htmx replaces an entry's state when a tab is chosen (it pushes ?tab=...), so the place is
  * also kept in sessionStorage by URL, and a page reloaded or gone back to without a place
- * in its entry (htmx reloads a page it has no copy of) takes it from there.
+ * in its entry (htmx reloads a page it has no copy of) takes it from there; so does the
+ * parent session opened from its subagent's "Subagent of" link (the round trip by links).
  *
  * No inline script (the CSP forbids it); ctxweb.js opens the regions (its click handler).
  */
@@ -20,6 +21,7 @@
   var EXPAND_ALL = "data-expanding-all";
   var RESTORE_TIMEOUT = 20000;
   var STORE = KEY + ":";
+  var RETURN = KEY + ":return";
   var timer = null;
 
   function here() {
@@ -34,16 +36,31 @@
     return type === "reload" || type === "back_forward";
   }
 
-  function stored() {
+  function stored(path) {
     try {
-      return JSON.parse(window.sessionStorage.getItem(STORE + here()) || "null");
+      return JSON.parse(window.sessionStorage.getItem(STORE + path) || "null");
     } catch (error) {
       return null;
     }
   }
 
+  // Opened from a subagent's link back to this parent (marked when it was clicked): the
+  // place kept for this session's History tab, whichever of its URLs it was kept under.
+  function backFromSubagent() {
+    var path = window.location.pathname;
+    var marked = null;
+    try {
+      marked = window.sessionStorage.getItem(RETURN);
+      window.sessionStorage.removeItem(RETURN);
+    } catch (error) {
+      return null;
+    }
+    if (marked !== path || window.location.search) { return null; }
+    return stored(path) || stored(path + "?tab=history");
+  }
+
   var saved = (window.history.state && window.history.state[KEY]) ||
-    (returning() ? stored() : null);
+    (returning() ? stored(here()) : backFromSubagent());
   var restoring = Boolean(saved);
   if (restoring) {
     // deep.js leaves the URL's #compaction-n alone while the place comes back.
@@ -135,7 +152,9 @@
 
   function restore(memo) {
     var root = historyRoot();
-    if (!root || !memo || !Array.isArray(memo.open) || memo.path !== here()) {
+    var samePage = memo && typeof memo.path === "string" &&
+      memo.path.split("?")[0] === window.location.pathname;
+    if (!root || !samePage || !Array.isArray(memo.open)) {
       restoring = false;
       document.documentElement.removeAttribute("data-place-restoring");
       return;
@@ -162,7 +181,15 @@
   // navigation begins; "pagehide" catches the rest (a typed URL, a closed tab).
   document.addEventListener("click", function (event) {
     var target = event.target instanceof Element ? event.target : null;
-    if (target && target.closest("a[href]")) { save(); return; }
+    var link = target ? target.closest("a[href]") : null;
+    if (link && link.classList.contains("parent-link")) {
+      try {
+        window.sessionStorage.setItem(RETURN, new URL(link.href).pathname);
+      } catch (error) {
+        // No storage: the parent opens as drawn.
+      }
+    }
+    if (link) { save(); return; }
     saveSoon();
   }, true);
   window.addEventListener("scroll", saveSoon, { passive: true });

@@ -107,6 +107,25 @@ def test_back_from_a_subagent_keeps_my_place(
     assert watch.errors == []
 
 
+def test_the_subagents_parent_link_brings_me_back_to_my_place(
+    page: Any, live_server: Any, family: Any, watch: Watch
+) -> None:
+    """The round trip by links: the subagent's "Subagent of" link opens the parent where
+    the reader left it."""
+    page.set_viewport_size({"width": 1280, "height": 800})
+    login(page, live_server.url)
+    page.goto(f"{live_server.url}/sessions/{family.session.pk}/")
+    page.wait_for_selector("#history")
+    before = _expand_all_and_scroll(page)
+
+    page.click("#history a.subagent-link")
+    page.wait_for_selector("h1:text('Find the parser')")
+    page.click("a.parent-link")
+    page.wait_for_selector(f"#overview[data-session='{family.session.pk}']")
+    _same_place(page, before)
+    assert watch.errors == []
+
+
 def test_reload_keeps_my_place(page: Any, live_server: Any, family: Any, watch: Watch) -> None:
     page.set_viewport_size({"width": 1280, "height": 800})
     login(page, live_server.url)
