@@ -93,8 +93,9 @@ async def openai_responses(request: HttpRequest) -> HttpResponseBase:
     if early is not None:
         return early
     adapter, kind = adapter_for(request), kind_of(request)
-    # TODO(overflow): a `context_length_exceeded` error (or streamed `response.failed`)
-    # passes through as sent; the overflow recovery's provider-neutral hook goes here.
+    # A 400 `context_length_exceeded` is compacted past and retried as for the other
+    # routes (_forward). TODO(overflow): a streamed `response.failed` with that code (a 200
+    # event stream) still passes through as sent: the retry would need its first events.
     response = await _proxy(request, adapter, "/v1/responses", record=kind == TURN)
     if kind == COMPACTION:
         return await recorded_compaction(request, adapter, response)

@@ -12,7 +12,7 @@ import pytest
 
 from sessions_app.models import Compaction, CompactionProfile, Session
 from tests.sessions_app.proxy.conftest import small_default_profile
-from tests.sessions_app.proxy.responses_fake import FakeResponses, message, reasoning
+from tests.sessions_app.proxy.responses_fake import Failure, FakeResponses, message, reasoning
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -86,3 +86,19 @@ def test_observe_mode_records_and_forwards_as_sent(
     session = Session.objects.get()
     assert session.message_count == 24
     assert not Compaction.objects.filter(session=session).exists()
+
+
+def test_a_refusal_for_length_is_compacted_past_and_retried(
+    gpt: openai.OpenAI, upstream: FakeResponses, small_profile: CompactionProfile
+) -> None:
+    history = _conversation(gpt, upstream, 4)
+    upstream.script(Failure(), [message("after the retry")])
+    history.append({"role": "user", "content": f"turn 4: {_words(4)}"})
+    response = gpt.responses.create(model="gpt-test", input=history, store=False)
+    assert response.output_text == "after the retry"
+    refused, retried = upstream.bodies()[-2:]
+    assert refused["input"] == history
+    assert len(json.dumps(retried["input"])) < len(json.dumps(refused["input"]))
+    assert retried["input"][-1] == history[-1]
+    session = Session.objects.get()
+    assert session.message_count == 10  # the request once, its one answer once
