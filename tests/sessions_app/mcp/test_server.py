@@ -202,3 +202,34 @@ def test_bad_arguments_are_tool_errors(
     result = _call(live, name, filled)
     assert result.is_error
     assert says in _text(result)
+
+
+def test_off_answers_404_and_a_foreign_host_400(live: Live, settings: Any) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"Authorization": f"Bearer {live.key}", "Host": "evil.example"}
+    assert httpx.post(live.url, json=body, headers=headers).status_code == 400
+    settings.CTXWEB_MCP_ENABLED = False
+    assert httpx.post(live.url, json=body, headers={"Authorization": "x"}).status_code == 404
+
+
+def test_repeated_bad_keys_are_throttled(live: Live, settings: Any) -> None:
+    settings.CTXWEB_AUTH_FAILURE_LIMIT = 3
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    codes = [
+        httpx.post(live.url, json=body, headers={"Authorization": "Bearer ctx_bad"}).status_code
+        for _ in range(5)
+    ]
+    assert codes == [401, 401, 401, 429, 429]
+
+
+def test_make_runs_devserver_serves_it(tmp_path: Any) -> None:
+    """`make run` (manage.py devserver) serves /mcp: the SDK's client lists the tools."""
+    from tests.sessions_app.proxy.test_devserver import devserver
+
+    with devserver(tmp_path, "http://127.0.0.1:9") as (base, key):
+        assert httpx.post(f"{base}/mcp", json={}).status_code == 401
+
+        async def use(client: Client) -> list[str]:
+            return [tool.name for tool in (await client.list_tools()).tools]
+
+        assert "search_history" in _with_client(f"{base}/mcp", key, use)
