@@ -32,7 +32,13 @@ __all__ = ["ConversationUpstream", "summaries_through", "upstream_summarizer"]
 #: The key sent when there is none (an upstream that needs no key): the SDKs insist on one,
 #: and a placeholder keeps them from reading another from the environment.
 _NO_KEY: Final = "no-key"
-_PROVIDERS: Final[dict[str, UpstreamProvider]] = {"anthropic": "anthropic", "openai": "openai"}
+#: The upstream of each proxied format (a session's `proxy_state["provider"]`): the
+#: Responses API's sessions are OpenAI's, summarized through its Chat Completions.
+_PROVIDERS: Final[dict[str, UpstreamProvider]] = {
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "responses": "openai",
+}
 
 
 @dataclass(frozen=True)

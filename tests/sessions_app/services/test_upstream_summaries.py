@@ -193,6 +193,18 @@ def test_the_server_key_reaches_openai_sessions_too(
     assert summarizer.model == "gpt-conversation"
 
 
+def test_a_responses_session_is_summarized_through_openai(
+    settings: Any, upstream_profile: Any, make_session: Any, conversation: Any
+) -> None:
+    settings.CTXWEB_UPSTREAM_OPENAI_API_KEY = "sk-openai-server"
+    session = proxied(make_session, conversation, upstream_profile, "openai")
+    Session.objects.filter(pk=session.pk).update(proxy_state={"provider": "responses", "offset": 0})
+    session.refresh_from_db()
+    summarizer = summarizer_for(upstream_profile, session)
+    assert isinstance(summarizer, OpenAISummarizer)
+    assert summarizer.model == "gpt-conversation"
+
+
 def test_no_model_at_all_falls_back(upstream_profile: Any) -> None:
     with summaries_through(ConversationUpstream("anthropic", "", {"x-api-key": CALLER_KEY})):
         assert isinstance(summarizer_for(upstream_profile), ExtractiveSummarizer)
