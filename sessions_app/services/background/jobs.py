@@ -42,7 +42,9 @@ from compaction import CompactionEvent
 from sessions_app.models import Compaction, CompactionJob, CompactionProfile, Session
 from sessions_app.services.background.cooldown import note_outcome
 from sessions_app.services.compacting.failed_attempts import (
+    REFUSED,
     SummarizerSetupError,
+    record_job_failure,
     setup_summarizer,
 )
 from sessions_app.services.compacting.prepared import prepare_compaction
@@ -220,10 +222,13 @@ def run_job(job_id: str) -> JobRun:
             retried = _requeue(job, recorder, "conflict", error)
             if retried is not None:
                 return retried
-            return _finish(job, recorder, failed=True, error=_final(error, job))
+            row = record_job_failure(job.session, params, "conflict", conflict)
+            return _finish(job, recorder, failed=True, error=_final(error, job), compaction=row)
         except ServiceError as refused:  # an unknown profile, storage down...: said plainly
             logger.warning("compaction job failed: %s", refused, extra={"job": job_id})
-            return _finish(job, recorder, failed=True, error=f"compaction failed: {refused}")
+            row = record_job_failure(job.session, params, REFUSED, refused)
+            text = f"compaction failed: {REFUSED}: {refused}"
+            return _finish(job, recorder, failed=True, error=text, compaction=row)
         except Exception as failure:
             logger.exception("compaction job failed", extra={"job": job_id})
             detail = "".join(traceback.format_exception_only(type(failure), failure)).strip()

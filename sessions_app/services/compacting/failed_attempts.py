@@ -10,7 +10,8 @@ could not even be set up (its key variable unset...) gets its row too
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
 
 from django.db import transaction
 from django.utils import timezone
@@ -26,16 +27,21 @@ from sessions_app.services.compacting.failure_advice import (
 from sessions_app.services.compacting.failure_errors import with_failure_error
 from sessions_app.services.compacting.writeback import CommitMeta, next_number, policy_in_force
 from sessions_app.services.errors import ServiceError, Unavailable
-from sessions_app.services.sessions.policies import summarizer_for
+from sessions_app.services.sessions.policies import profile_for, summarizer_for
 
 __all__ = [
+    "REFUSED",
     "SummarizerSetupError",
     "record_failure",
+    "record_job_failure",
     "record_setup_failure",
     "setup_summarizer",
 ]
 
 logger = logging.getLogger("sessions_app")
+
+#: The failure reason of a job a service refused before any attempt (an unknown profile...).
+REFUSED: Final = "refused"
 
 
 def record_failure(
@@ -93,6 +99,23 @@ def _details(
     target = summarizer_target(profile.first())
     details["error"]["advice"] = failure_advice(details["error"], target)
     return details
+
+
+def record_job_failure(
+    session: Session, params: Mapping[str, Any], reason: str, error: ServiceError
+) -> Compaction | None:
+    """A background job that ended without an attempt's own row (a service refused it, or
+    it lost a conflict on its last attempt) as a failed row of `reason`, so that every
+    failed job has one in the log; its profile is the job's, else the session's."""
+    try:
+        profile = profile_for(session, params.get("profile"))
+    except ServiceError:
+        profile = profile_for(session)
+    trigger = str(params.get("trigger") or "manual")
+    meta = CommitMeta(
+        trigger=trigger, strategy=f"{profile.name}: none", details={"profile": profile.name}
+    )
+    return record_failure(session, meta, reason, error=error)
 
 
 def record_setup_failure(

@@ -19,6 +19,7 @@ from sessions_app.services.compacting.failure_advice import (
     failure_advice,
 )
 from sessions_app.services.compacting.session_compaction import compact_session
+from sessions_app.services.errors import Conflict
 from sessions_app.services.sessions.lifecycle import create_session
 from tests.support.histories import synthetic_history
 
@@ -155,9 +156,33 @@ def test_a_job_refused_by_a_service_says_so_plainly(user: Any) -> None:
     run_job(str(job.pk))
     job = CompactionJob.objects.get(pk=job.pk)
     assert job.status == "failed"
-    assert job.error.startswith("compaction failed: ")
+    assert job.error.startswith("compaction failed: refused: ")
     assert "no-such-profile" in job.error
     assert "sessions_app." not in job.error
+    row = Compaction.objects.get(session=session, status="failed")
+    assert (row.pk, row.failure_reason) == (job.compaction_id, "refused")
+    assert "the session is unchanged" in row.details["error"]["advice"]
+
+
+def test_a_conflict_on_the_last_attempt_leaves_a_failed_row(
+    user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def conflict(*args: Any, **kwargs: Any) -> Any:
+        raise Conflict("another compaction committed first")
+
+    monkeypatch.setattr("sessions_app.services.background.jobs.compact_session", conflict)
+    monkeypatch.setattr(
+        "sessions_app.services.background.jobs.setup_summarizer", lambda *args: None
+    )
+    session = session_of(user, profile_with("", UNSET))
+    job = enqueue_compaction(session, params={"trigger": "manual"})
+    run_job(str(job.pk))  # attempt 1: queued again, no row yet
+    assert not Compaction.objects.filter(session=session, status="failed").exists()
+    run_job(str(job.pk))  # attempt 2: the last
+    job = CompactionJob.objects.get(pk=job.pk)
+    row = Compaction.objects.get(session=session, status="failed")
+    assert (job.status, row.pk, row.failure_reason) == ("failed", job.compaction_id, "conflict")
+    assert "Another change to the same messages" in row.details["error"]["advice"]
 
 
 def test_the_job_notice_says_it_once_with_what_to_do(user: Any) -> None:
