@@ -10,8 +10,9 @@ reasoning, assistant messages and calls (`function_call`, `custom_tool_call`,
 of an unknown type a text block naming it. An answer is one turn too, so each stored
 message is one turn the client sends back.
 
-A turn's digest (what says "the same turn") is that of its items without `id` and `status`,
-which a client may drop or change when it sends the model's items back; the items
+A turn's digest (what says "the same turn") is that of its items without `id`, `status` and
+Codex's turn metadata, which a client may drop, change or add when it sends the model's items
+back; the items
 themselves are forwarded exactly as the client sent them (`Turn.sent`).
 """
 
@@ -51,8 +52,9 @@ _MODEL_ITEMS: Final = frozenset(
 _CALLS: Final = frozenset(
     {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call", "computer_call"}
 )
-#: Keys a client may drop or change on an item it sends back: not part of a turn's digest.
-_VOLATILE: Final = frozenset({"id", "status"})
+#: Keys a client may drop, change or add on an item it sends back: not part of a turn's
+#: digest (Codex's built-in provider adds its turn metadata to every item it sends back).
+_VOLATILE: Final = frozenset({"id", "status", "internal_chat_message_metadata_passthrough"})
 _TEXT_PARTS: Final = frozenset({"input_text", "output_text", "text", "summary_text"})
 
 

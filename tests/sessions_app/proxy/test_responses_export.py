@@ -130,3 +130,18 @@ def test_context_and_export_in_responses_format_over_http(
         "user",
         "assistant",
     ]
+
+
+def test_what_codex_adds_to_an_item_it_sends_back_is_the_same_turn() -> None:
+    from sessions_app.proxy.digests import digest
+
+    answered = [ITEMS[1], ITEMS[2]]
+    sent_back = [
+        {**item, "internal_chat_message_metadata_passthrough": {"turn_id": "t1"}}
+        for item in answered
+    ]
+    sent_back[0].pop("id")
+    [first], [second] = turns_of(answered), turns_of(sent_back)
+    assert digest(first) == digest(second)
+    changed = [{**answered[0], "encrypted_content": "OTHER"}, answered[1]]
+    assert digest(turns_of(changed)[0]) != digest(first)
