@@ -197,3 +197,24 @@ def test_the_live_poll_carries_a_threshold_change(
     assert new_limits != limits
     again = f"{url}?since={stamp}&tab=history&limits={new_limits}"
     assert logged_in.get(again, HTTP_HX_REQUEST="true").status_code == 204
+
+
+@pytest.mark.parametrize(
+    ("tokens", "steps"),
+    [("abc", "selective"), ("-5", "selective"), ("9" * 13, "selective"), ("7", "<b>x</b>,y z")],
+)
+def test_a_bad_earlier_prediction_is_ignored_not_echoed(
+    ui_session: UiSession, logged_in: Client, scripted: Any, tokens: str, steps: str
+) -> None:
+    scripted(default=PROPOSED)
+    html = _preview(
+        logged_in, ui_session, summary=EDITED, earlier_tokens=tokens, earlier_steps=steps
+    )
+    assert "<b>x</b>" not in html
+    note = re.search(r"<p [^>]*data-repredicted=\"(\d+)\">(.*?)</p>", html, re.S)
+    if tokens == "7":  # a good figure with bad step names: the names are dropped
+        assert note is not None
+        assert "do not run" not in note.group(2)
+        assert "does not run" not in note.group(2)
+    else:
+        assert note is None
