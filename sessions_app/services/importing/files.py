@@ -177,7 +177,9 @@ def find_source_session(owner: AbstractBaseUser, imported: ImportedSession) -> S
         sessions = sessions.filter(source_path=clean_text(imported.source_path)[:1024])
     else:
         return None
-    return sessions.order_by("created_at", "pk").first()
+    # the proxied one first: a transcript of a proxied conversation is read into it (proxied.py)
+    proxied = sessions.exclude(proxy_key="").order_by("created_at", "pk").first()
+    return proxied or sessions.order_by("created_at", "pk").first()
 
 
 def update_session(session: Session, imported: ImportedSession, *, start_seq: int = 0) -> int:

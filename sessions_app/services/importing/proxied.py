@@ -17,7 +17,8 @@ each stored block stands for one block of the transcript), even where the proxy 
 them as such (a tool result Codex sent only inside its compaction request). The blocks after
 that one, an answer whose stream the proxy lost say, are appended after the proxy's last
 message, so reading the transcript again adds nothing more (docs/behaviour.md, "Watched
-transcripts").
+transcripts"). A session the watcher made of the transcript before the proxy stored its
+first turn hands the transcript over to the proxied one once that exists (`hand_over`).
 """
 
 from __future__ import annotations
@@ -28,11 +29,14 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
+from django.contrib.auth.models import AbstractBaseUser
+
 from compaction import blocks_of
 from sessions_app.importers import ImportedMessage, ImportedSession
 from sessions_app.models import Compaction, Message, Session
+from sessions_app.services.sessions.lifecycle import delete_session
 
-__all__ = ["is_proxied", "not_held_by_proxy"]
+__all__ = ["hand_over", "is_proxied", "not_held_by_proxy", "proxied_twin", "reading_session"]
 
 BlockKey = tuple[str, str]
 
@@ -40,6 +44,50 @@ BlockKey = tuple[str, str]
 def is_proxied(session: Session) -> bool:
     """True for a session the proxy records (a conversation key of its own)."""
     return bool(session.proxy_key)
+
+
+def proxied_twin(session: Session) -> Session | None:
+    """The proxied session of the conversation the watched `session` was read from (the
+    same owner, format and source id), when the proxy stored one: the watcher can see a
+    rollout before the proxy stores the request that started it (the proxy stores a turn
+    with its answer), and then makes a session of its own first."""
+    if is_proxied(session) or not session.external_id:
+        return None
+    twins = Session.objects.filter(
+        owner_id=session.owner_id,
+        source_format=session.source_format,
+        external_id=session.external_id,
+        parent__isnull=True,
+    ).exclude(proxy_key="")
+    return twins.order_by("created_at", "pk").first()
+
+
+def reading_session(owner: AbstractBaseUser, source_path: str) -> Session | None:
+    """The session of `owner` the watched file at `source_path` is read into: the first one
+    read from it, or its proxied twin once the proxy stored one (which then reads the file
+    again from its start: `hand_over`)."""
+    sessions = Session.objects.filter(owner_id=owner.pk, source_path=source_path)
+    session = sessions.order_by("created_at").first()
+    twin = proxied_twin(session) if session is not None else None
+    if session is None or twin is None or not hand_over(session, twin):
+        return session
+    twin.refresh_from_db()
+    return twin
+
+
+def hand_over(watched: Session, twin: Session) -> bool:
+    """Give the transcript `watched` was read from to its proxied `twin`, which reads it
+    again from its start (`not_held_by_proxy`), and delete `watched`: it holds nothing but
+    what the transcript holds. False (nothing done) when `watched` holds more than that: a
+    subagent, or a compaction of ctxweb's own."""
+    own = Compaction.objects.filter(session=watched).exclude(trigger=Compaction.Trigger.IMPORTED)
+    if own.exists() or Session.objects.filter(parent=watched).exists():
+        return False
+    delete_session(watched)
+    Session.objects.filter(pk=twin.pk).update(
+        source_path=watched.source_path, source_offset=0, source_fingerprint=""
+    )
+    return True
 
 
 def not_held_by_proxy(session: Session, imported: ImportedSession) -> ImportedSession:

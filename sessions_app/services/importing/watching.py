@@ -51,6 +51,7 @@ from sessions_app.services.importing import (
     store_imported,
 )
 from sessions_app.services.importing.cuts import Cuts, find_cuts
+from sessions_app.services.importing.proxied import reading_session
 from sessions_app.services.importing.restart import (
     BEHIND,
     CONTINUES,
@@ -224,9 +225,7 @@ def sync_file(
     import stores it, and read on from its end.
     """
     text = str(path)
-    session = (
-        Session.objects.filter(owner_id=owner.pk, source_path=text).order_by("created_at").first()
-    )
+    session = reading_session(owner, text)
     with open(path, "rb") as file:
         info = os.fstat(file.fileno())
         size = info.st_size
@@ -276,7 +275,7 @@ def _cut(known: Session | None, cuts: Cuts, path: Path, settled: bool) -> int | 
 def _relation(session: Session | None, data: bytes, path: Path, seq: int) -> str:
     """How the complete lines `data` (read from the cut where message `seq` was read)
     stand to `session`."""
-    if session is None:
+    if session is None or session.proxy_key:  # proxied.py lines the two up
         return CONTINUES
     with open_source(data, name=path.name) as opened:
         imported = parse_source(opened, session.source_format, subagents=False)

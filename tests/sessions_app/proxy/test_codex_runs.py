@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from sessions_app.models import Compaction, CompactionProfile, Message, Session
+from sessions_app.services.importing.watching import Watcher
 from tests.support.asgi_server import AsgiServer
 from tests.support.codex import (
     CTXWEB_KEY_VARIABLE,
@@ -447,3 +448,38 @@ def test_the_rollout_of_a_run_codex_compacted_adds_nothing_to_its_session(
 
     session = _the_session(session_id(done))
     assert Compaction.objects.filter(session=session).count() == 1
+
+
+def test_a_rollout_watched_before_the_proxy_stored_the_run_goes_to_the_proxied_session(
+    proxy_server: AsgiServer, model: CodexModel, ctx_key: str, tmp_path: Path, user: Any
+) -> None:
+    """The watcher can read a rollout's first lines while the proxy still waits for the
+    first answer (it stores a turn with its answer) and make a session of its own. Once
+    the proxied session exists, the next scan hands the file over to it and the watcher's
+    session goes: one session, the proxy's, holding nothing twice."""
+    require_cli()
+    done = _run("custom", proxy_server, ctx_key, tmp_path / "home")
+    assert done.returncode == 0, done.stderr
+    [rollout] = rollouts(tmp_path / "home")
+    proxied = describe(user)
+    session = _the_session(session_id(done))
+    lines = rollout.read_bytes().splitlines(keepends=True)
+    prompt = next(n for n, line in enumerate(lines) if PROMPT.encode() in line)
+    copy = tmp_path / "watched" / rollout.name
+    copy.parent.mkdir()
+    copy.write_bytes(b"".join(lines[: prompt + 1]))
+    # as in the race: the proxy has not stored the conversation yet when the watcher scans
+    hidden = {"proxy_key": "", "external_id": ""}
+    shown = {key: getattr(session, key) for key in hidden}
+    Session.objects.filter(pk=session.pk).update(**hidden)
+    Watcher(user, [copy.parent]).scan()
+    Session.objects.filter(pk=session.pk).update(**shown)
+    assert Session.objects.count() == 2
+
+    copy.write_bytes(b"".join(lines))
+    Watcher(user, [copy.parent]).scan()
+    Watcher(user, [copy.parent]).scan()
+
+    assert describe(user) == proxied
+    session.refresh_from_db()
+    assert session.source_path == str(copy)
