@@ -5,8 +5,11 @@ Every transcript in ../shared/samples (each subagent transcript as one more) is 
 the importers and compacted with `ExtractiveSummarizer`:
 - once: the whole history, forced, in a window of a quarter of its tokens;
 - repeatedly: an agent loop that appends the messages one at a time and compacts (forced)
-  every few messages, so that a transcript of 24 messages or more is compacted 10 times or
-  more in a small window; the figures are taken after every compaction.
+  every sixteenth of them, so that a transcript of 32 messages or more is compacted 10 times
+  or more in a small window; the figures are taken after every compaction;
+- and one synthetic agent loop (`bench.histories.project_session`, 300,000 tokens of Reads,
+  Edits and Bash calls over some 200 files) compacted whenever it passes the threshold of an
+  8,000-token window.
 
 Per run (`compaction.summary_quality`, the definitions the web app's "what was lost" uses):
 recall of the files the tool calls touched, of the first request's words, of the latest
@@ -27,12 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import goal, log, options, table
+from bench.histories import project_session
 from compaction import (
     ExtractiveSummarizer,
     Policy,
     compact_messages,
     count_tokens,
     is_summary_message,
+    should_compact,
 )
 from compaction.summary_quality import (
     StateRecall,
@@ -45,6 +50,10 @@ SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
 #: Compactions a repeated run aims at (one every len(messages) // COMPACTIONS messages).
 COMPACTIONS = 16
 MIN_WINDOW = 1500
+#: The synthetic agent loop: a project session of this many tokens in an 8,000-token window
+#: (the issue's held-out run: 327k tokens, 19 compactions).
+LONG_RUN_TOKENS = 300_000
+LONG_RUN_WINDOW = 8_000
 
 
 @dataclass
@@ -120,6 +129,30 @@ def repeated(name: str, messages: list[dict[str, Any]]) -> Run:
             continue
         due = index + every
         result = compact_messages(context, policy, summarizer=summarizer, force=True)
+        if result.compacted:
+            context = [dict(m) for m in result.messages]
+            run.compactions += 1
+            measure(run, messages[:index], context)
+    return run
+
+
+def agent_loop(name: str, messages: list[dict[str, Any]], window: int) -> Run:
+    """An agent loop in a `window`-token context: compacted whenever it is over the
+    threshold, the figures taken after every compaction."""
+    run = Run(name)
+    policy = Policy(
+        context_limit=window,
+        summary_max_tokens=window // 4,
+        keep_recent_messages=2,
+        dialogue_rounds_keep_min=1,
+    )
+    context: list[dict[str, Any]] = []
+    summarizer = ExtractiveSummarizer()
+    for index, message in enumerate(messages, 1):
+        context.append(message)
+        if _calls_pending(message) or not should_compact(context, policy):
+            continue
+        result = compact_messages(context, policy, summarizer=summarizer)
         if result.compacted:
             context = [dict(m) for m in result.messages]
             run.compactions += 1
@@ -221,6 +254,10 @@ def main() -> int:
         log(f"quality: {name} ({len(messages)} messages)")
         single_runs.append(single(name, messages))
         repeated_runs.append(repeated(name, messages))
+    tokens = 30_000 if args.smoke else LONG_RUN_TOKENS
+    log(f"quality: a {tokens}-token project session in a {LONG_RUN_WINDOW}-token window")
+    long_run = project_session(tokens // 800, tokens)
+    repeated_runs.append(agent_loop("project_session (synthetic)", long_run, LONG_RUN_WINDOW))
     print(report(single_runs, repeated_runs))
     return 0
 

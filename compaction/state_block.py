@@ -6,7 +6,8 @@ text. When it does not fit, it shrinks in steps, the state's facts last: first t
 one directory with the same operation share a line with a brace group
 (`src/components/{TodoItem,TodoList,AddTodo}.tsx: written`), then the operations and all but
 the latest request go and requests are cut shorter, and only then are the oldest files and
-errors left out, with a line saying how many. The todo list is never cut.
+errors left out, with a line saying how many (an error only when no file is left to drop).
+The todo list is never cut.
 `expand_path_groups` turns brace groups back into whole paths, so every path the block holds
 is found whole by recall and by the grounding check.
 """
@@ -76,9 +77,12 @@ def render_state(state: CarriedState, max_tokens: int, encoding: str | None = No
 def _shortened(
     state: CarriedState, level: _Level, max_tokens: int, count: Callable[[str], int]
 ) -> str:
-    """The block with the most of the newest files (and errors) that fits: a bisection."""
+    """The block with the most of the newest files that fits (a bisection); the errors (a
+    few lines) go, oldest first, only when no file is left to drop."""
     low, high = 0, len(state.files)  # files kept: `low` fits (or nothing does)
-    errors = state.errors[-1:]
+    errors = state.errors
+    while errors and count(_render(state, level, 0, errors)) > max_tokens:
+        errors = errors[1:]
     while low < high:
         middle = (low + high + 1) // 2
         text = _render(state, level, middle, errors)
