@@ -16,6 +16,7 @@ would without these locks. A process that dies lets go of its file lock with it.
 from __future__ import annotations
 
 import fcntl
+import os
 import threading
 import time
 from typing import IO, Any
@@ -26,8 +27,10 @@ __all__ = ["DatabaseWrapper"]
 
 #: One writer at a time per process: the connections of all its threads share it.
 _WRITER = threading.Lock()
-#: The processes' writer lock files, opened once per process (by database file).
-_FILES: dict[str, IO[bytes]] = {}
+#: The processes' writer lock files, opened once per process (by process id and database
+#: file: a forked child opens its own, since a lock taken through an inherited open file
+#: would be its parent's too).
+_FILES: dict[tuple[int, str], IO[bytes]] = {}
 _FILES_LOCK = threading.Lock()
 
 
@@ -79,13 +82,14 @@ class DatabaseWrapper(base.DatabaseWrapper):
 def _lock_file(database: str, wait: float) -> IO[bytes] | None:
     """The processes' writer lock of `database`, taken (tried every millisecond for at most
     `wait` seconds); None when it could not be taken or the file cannot be opened."""
+    key = (os.getpid(), database)
     with _FILES_LOCK:
-        if database not in _FILES:
+        if key not in _FILES:
             try:
-                _FILES[database] = open(f"{database}-writer", "ab")  # noqa: SIM115 (kept open)
+                _FILES[key] = open(f"{database}-writer", "ab")  # noqa: SIM115 (kept open)
             except OSError:
                 return None
-        handle = _FILES[database]
+        handle = _FILES[key]
     deadline = time.monotonic() + wait
     while True:
         try:

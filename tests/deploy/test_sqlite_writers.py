@@ -5,6 +5,7 @@ halfway with "database is locked", and readers never wait for a writer."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import sqlite3
 import threading
@@ -88,6 +89,33 @@ def test_write_transactions_of_one_process_take_turns(handler: ConnectionHandler
     with first.cursor() as cursor:
         cursor.execute("SELECT text FROM note ORDER BY rowid")
         assert cursor.fetchall() == [("first",), ("second",)]
+
+
+def test_a_transaction_waits_for_another_processs_writer(
+    handler: ConnectionHandler, tmp_path: Path
+) -> None:
+    """The processes take turns through the lock file beside the database: held by another
+    (here an open file of its own, as another process's would be), a transaction waits."""
+    connection = handler["default"]
+    connection.ensure_connection()
+    began = threading.Event()
+
+    def writer() -> None:
+        mine = handler["default"]
+        mine.set_autocommit(False, force_begin_transaction_with_broken_autocommit=True)
+        began.set()
+        mine.rollback()
+        mine.set_autocommit(True)
+        mine.close()
+
+    with (tmp_path / "ctxweb.sqlite3-writer").open("ab") as other:
+        fcntl.flock(other, fcntl.LOCK_EX)
+        thread = threading.Thread(target=writer)
+        thread.start()
+        assert not began.wait(0.5), "the transaction began while another process wrote"
+        fcntl.flock(other, fcntl.LOCK_UN)
+        assert began.wait(5)
+    thread.join(5)
 
 
 def test_the_settings_are_in_force_on_every_connection(served: tuple[Any, Path]) -> None:
