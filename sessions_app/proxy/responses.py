@@ -12,6 +12,7 @@ beyond what the proxy can replace: such a conversation is observed, README).
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -29,6 +30,8 @@ __all__ = [
     "request_kind",
     "response_answer",
 ]
+
+logger = logging.getLogger("sessions_app")
 
 _SYSTEM_ROLES: Final = frozenset({"system", "developer"})
 #: First words of the user messages Codex adds itself (not the title of a session).
@@ -214,6 +217,19 @@ def _usage(usage: Any) -> dict[str, Any]:
     return flat
 
 
+def _log_failure(payload: Mapping[str, Any]) -> None:
+    """A failed response, as the upstream streamed it to the client (passed through as
+    sent; no answer is stored): its code and message in the log."""
+    response = payload.get("response")
+    error = response.get("error") if isinstance(response, Mapping) else payload.get("error")
+    error = error if isinstance(error, Mapping) else payload
+    logger.warning(
+        "proxy: the upstream's response failed: %s: %s",
+        error.get("code") or payload.get("type"),
+        str(error.get("message") or "")[:300],
+    )
+
+
 class ResponsesStream:
     """Rebuilds the response from its events: `response.output_item.done` gives each item,
     `response.completed` (or `incomplete`) the whole response; `response.failed` and `error`
@@ -245,6 +261,7 @@ class ResponsesStream:
         elif kind in {"response.failed", "error"}:
             self.failed = payload
             self.finished = True
+            _log_failure(payload)
 
     def answer(self) -> Answer | None:
         """The rebuilt response's answer (None after a failure or without output)."""

@@ -153,7 +153,7 @@ def test_a_prewarm_is_forwarded_and_not_stored(
 
 
 def test_a_failed_response_passes_through_as_sent(
-    proxy_server: Any, ctx_key: str, upstream: FakeResponses
+    proxy_server: Any, ctx_key: str, upstream: FakeResponses, caplog: Any
 ) -> None:
     upstream.script(Failure())
     answer = _post(proxy_server, ctx_key, _body([DEVELOPER, _user("too long")]), headers=_codex())
@@ -162,6 +162,7 @@ def test_a_failed_response_passes_through_as_sent(
     assert "context_length_exceeded" in answer.text
     session = Session.objects.get()
     assert [m.role for m in Message.objects.filter(session=session)] == ["user"]
+    assert "context_length_exceeded" in caplog.text  # the failure is logged
 
 
 def _two_turns(proxy_server: Any, key: str, upstream: FakeResponses) -> list[Any]:

@@ -123,6 +123,10 @@ def test_unknown_fields_and_items_reach_upstream_unchanged(
     assert body["unknown_field"] == {"kept": True}
     stored = list(Message.objects.order_by("seq"))
     assert "future_item" in stored[0].content[-1]["text"]
+    # the developer message and the tools are the session's overhead, not messages
+    overhead: Any = Session.objects.get().proxy_overhead
+    assert overhead["system"] == [DEVELOPER]
+    assert overhead["tools"] == tools
 
 
 def test_own_key_mode_forwards_the_callers_key_and_never_the_ctxweb_key(
