@@ -6,8 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
+from django.test import Client
+from django.urls import reverse
 
 from compaction import state_recall
+from sessions_app.models import Compaction
 from sessions_app.selectors.retention import lost_identifiers
 from sessions_app.services.compacting.archives import read_archive
 
@@ -52,3 +55,16 @@ def test_a_brace_group_keeps_each_of_its_paths(ui_session: UiSession) -> None:
 
     assert "src/app.py" not in lost.missing
     assert "src/app.py" not in lost.missing_files
+
+
+def test_the_lost_partial_lists_the_state_a_summary_lost(
+    ui_session: UiSession, logged_in: Client
+) -> None:
+    inner = ui_session.inner
+    Compaction.objects.filter(pk=inner.pk).update(summary="Goals and key decisions:\n- none")
+    url = reverse("ui:compaction_lost", args=[ui_session.session.pk, inner.number])
+
+    html = logged_in.get(url).content.decode()
+
+    assert 'data-lost-state="touched files"' in html
+    assert "<code>src/module_1.py</code>" in html
