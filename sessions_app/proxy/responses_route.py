@@ -103,6 +103,11 @@ def _decompressed(data: bytes, encoding: str, limit: int) -> bytes:
             io.BytesIO(data), read_across_frames=True
         )
         body = reader.read(limit + 1)
+        if len(body) <= limit:  # all of it: check the last frame is whole (bounded now)
+            whole = zstandard.ZstdDecompressor().decompressobj()
+            whole.decompress(data)
+            if not whole.eof:
+                raise ValueError("truncated zstd data")
     else:
         inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
         body = inflater.decompress(data, limit + 1)

@@ -111,18 +111,27 @@ def test_compressed_bodies_are_read_and_forwarded_decompressed(
     assert Session.objects.get().title == "Compressed hello"
 
 
-def test_a_bad_compressed_body_is_a_400_in_openais_format(
-    proxy_server: Any, ctx_key: str, upstream: FakeResponses
+_PACKED = json.dumps(_body([_user("cut short " * 50)])).encode()
+
+
+@pytest.mark.parametrize(
+    ("encoding", "content"),
+    [
+        ("zstd", b"not zstd at all"),
+        ("zstd", zstandard.ZstdCompressor().compress(_PACKED)[:-5]),
+        ("gzip", gzip.compress(_PACKED)[:-12]),
+        ("br", _PACKED),
+    ],
+)
+def test_a_bad_compressed_body_is_refused_in_openais_format(
+    proxy_server: Any, ctx_key: str, upstream: FakeResponses, encoding: str, content: bytes
 ) -> None:
     answer = _post(
-        proxy_server,
-        ctx_key,
-        None,
-        content=b"not zstd at all",
-        headers={"content-encoding": "zstd"},
+        proxy_server, ctx_key, None, content=content, headers={"content-encoding": encoding}
     )
-    assert answer.status_code == 400
+    assert answer.status_code == (415 if encoding == "br" else 400)
     assert answer.json()["error"]["type"] == "invalid_request_error"
+    assert encoding in answer.json()["error"]["message"]
     assert upstream.requests == []
 
 
