@@ -43,9 +43,9 @@ def binary_kind(head: bytes) -> str | None:
             return kind
     if b"\x00" in head:
         return "a binary file"
-    # The head may end inside a character: only what decodes fails counts.
-    text = head.decode("utf-8", errors="replace")
-    if head and text.count("\ufffd") > _UNDECODABLE_SHARE * len(text):
+    # The bytes no character holds (a head cut inside a character adds at most 3).
+    undecodable = len(head) - len(head.decode("utf-8", errors="ignore").encode("utf-8"))
+    if undecodable > _UNDECODABLE_SHARE * len(head):
         return "a binary file"
     return None
 
