@@ -57,8 +57,9 @@ class Sizes:
     turns: int = 30
     overflow_turns: int = OVERFLOW_TURNS
     #: Words of each user turn (a word is about four tokens), and of a crossing
-    #: conversation's opening message (60% of its window, to skip the turns far below).
-    crossing_words: int = 100
+    #: conversation's opening message (about three quarters of its window: the turns far
+    #: below the threshold are skipped).
+    crossing_words: int = 60
     opening_words: int = 1200
     overflow_words: int = 250
 
@@ -184,6 +185,7 @@ def _crossings(http: Any, url: str, sizes: Sizes) -> dict[str, Any]:
     at_threshold: list[float] = []
     below: list[float] = []
     statuses: list[int] = []
+    applied: list[str] = []
     for number in range(sizes.conversations):
         log(f"never_blocked: crossing conversation {number + 1} of {sizes.conversations}")
         name, words = f"crossing-{number}", sizes.crossing_words
@@ -195,8 +197,25 @@ def _crossings(http: Any, url: str, sizes: Sizes) -> dict[str, Any]:
             over, after = _standing(agent.name)
             (at_threshold if over or after > before else below).append(millis)
             if after > before:
+                applied.append(_how_applied(agent.name))
                 break  # a compaction was applied: the threshold is crossed
-    return {"at": at_threshold, "below": below, "errors": sum(s != 200 for s in statuses)}
+    return {
+        "at": at_threshold,
+        "below": below,
+        "errors": sum(s != 200 for s in statuses),
+        "applied": {how: applied.count(how) for how in sorted(set(applied))},
+    }
+
+
+def _how_applied(name: str) -> str:
+    """How the session's latest compaction came: prepared ahead of time, or written in the
+    request (which waited for the summary model)."""
+    from sessions_app.models import Compaction
+
+    latest = Compaction.objects.filter(session=_session(name)).order_by("-number").first()
+    if latest is None:
+        return "none"
+    return "prepared ahead" if getattr(latest, "prepared_at", None) else "in the request"
 
 
 def _overflow(http: Any, url: str, upstream: Any, sizes: Sizes) -> dict[str, Any]:
@@ -321,6 +340,8 @@ def _report(figures: dict[str, Any]) -> None:
     if added:
         slowest = ", ".join(f"{ms:,.0f}" for ms in sorted(added, reverse=True)[:3])
         print(f"- at the threshold: the largest added latencies (ms): {slowest}")
+    ways = ", ".join(f"{n} {how}" for how, n in crossing["applied"].items()) or "none"
+    print(f"- compactions applied at the crossings: {ways}")
 
 
 def _goals(added: list[float], errors: int, overflow: dict[str, Any]) -> None:
