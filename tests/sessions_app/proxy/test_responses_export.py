@@ -145,3 +145,30 @@ def test_what_codex_adds_to_an_item_it_sends_back_is_the_same_turn() -> None:
     assert digest(first) == digest(second)
     changed = [{**answered[0], "encrypted_content": "OTHER"}, answered[1]]
     assert digest(turns_of(changed)[0]) != digest(first)
+
+
+def test_images_are_stored_as_image_blocks_and_come_back_as_input_images() -> None:
+    data = "data:image/png;base64,iVBORw0KGgo="
+    items: list[Any] = [
+        {
+            "type": "message",
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "What is this?"},
+                {"type": "input_image", "image_url": data},
+                {"type": "input_image", "image_url": "https://example.com/a.png"},
+            ],
+        }
+    ]
+    [stored] = _engine(items)
+    assert stored["content"][1] == {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+    }
+    assert stored["content"][2]["source"] == {"type": "url", "url": "https://example.com/a.png"}
+    [back] = to_responses([stored])["input"]
+    assert [part.get("image_url") for part in back["content"]] == [
+        None,
+        data,
+        "https://example.com/a.png",
+    ]
