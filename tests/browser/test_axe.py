@@ -170,6 +170,14 @@ def test_the_admin_pages_have_no_serious_finding(
         "/admin/sessions_app/compactionprofile/add/",
         "/admin/sessions_app/summarizerconfig/add/",
         "/admin/sessions_app/session/",
+        f"/admin/sessions_app/session/{browser_session.session.pk}/change/",
+        "/admin/sessions_app/compaction/",
+        f"/admin/sessions_app/compaction/{browser_session.outer.pk}/change/",
+        "/admin/sessions_app/compactionjob/",
+        "/admin/sessions_app/summarizerconfig/",
+        "/admin/sessions_app/apikey/",
+        "/admin/sessions_app/apikey/add/",
+        "/admin/auth/user/",
     ):
         audit.visit(f"{base}{path}", path)
     audit.assert_clean()
