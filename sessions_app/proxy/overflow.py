@@ -17,13 +17,16 @@ event's data.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["Overflow", "overflow_of"]
+from .streaming import SseParser
+
+__all__ = ["Overflow", "leading_events", "overflow_of"]
 
 _CODES: Final = frozenset({"context_length_exceeded"})
 _ANTHROPIC_LONG: Final = re.compile(r"prompt is too long|exceed(?:s)? context limit", re.I)
@@ -95,3 +98,47 @@ def _openai(provider: str, message: str) -> Overflow:
         limit=int(limit[1]) if limit else None,
         counted=int(counted[1]) if counted else None,
     )
+
+
+#: Events a Responses stream opens with before it answers or fails.
+_PRELUDE: Final = frozenset({"response.created", "response.in_progress", "response.queued"})
+
+
+class _Events:
+    """An accumulator of a stream's first events: their types, and the first after the
+    prelude (`settled`)."""
+
+    def __init__(self) -> None:
+        self.settled: tuple[str, str] | None = None
+        self.finished = False
+
+    def feed(self, event: str, data: str) -> None:
+        if self.settled is not None:
+            return
+        kind = event
+        with contextlib.suppress(ValueError, AttributeError):
+            kind = str(json.loads(data).get("type") or event)
+        if kind not in _PRELUDE:
+            self.settled = (kind, data)
+
+    def answer(self) -> None:
+        return None
+
+
+async def leading_events(
+    chunks: AsyncIterator[bytes], provider: str
+) -> tuple[list[bytes], Overflow | None]:
+    """Read a stream while it only opens (a Responses stream's `response.created`, ...):
+    the chunks read, to be sent on, and the overflow when its first real event is a refusal
+    for length (a streamed `response.failed`), which nothing was sent of yet."""
+    events, read = _Events(), []
+    parser = SseParser(events)
+    async for chunk in chunks:
+        read.append(chunk)
+        parser.feed(chunk)
+        if events.settled is not None:
+            break
+    if events.settled is None:
+        return read, None
+    kind, data = events.settled
+    return read, overflow_of(provider, 200, data) if kind == "response.failed" else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 import httpx
@@ -74,16 +74,22 @@ class Recording:
 
 
 async def relay(
-    owned: httpx.AsyncClient | None, upstream: httpx.Response, recording: Recording | None
+    owned: httpx.AsyncClient | None,
+    upstream: httpx.Response,
+    recording: Recording | None,
+    *,
+    read: Sequence[bytes] = (),
+    rest: AsyncIterator[bytes] | None = None,
 ) -> AsyncIterator[bytes]:
     """Each upstream chunk as it arrives. The answer is recorded when the stream's last event
     came, before that last chunk goes out: a client that sends its next request as soon as
     it has read the answer finds it stored. `owned`: a client of this request alone, closed
-    at the end (the pooled one stays open)."""
+    at the end (the pooled one stays open). `read`, `rest`: the chunks already read of a
+    stream whose opening was looked at (proxy/overflow.py `leading_events`), and its rest."""
     accumulator = recording.adapter.accumulator() if recording is not None else None
     parser = SseParser(accumulator) if accumulator is not None else None
     try:
-        async for chunk in upstream.aiter_bytes():
+        async for chunk in _chained(read, rest or upstream.aiter_bytes()):
             if parser is not None and accumulator is not None and recording is not None:
                 try:
                     parser.feed(chunk)
@@ -98,3 +104,10 @@ async def relay(
         await upstream.aclose()
         if owned is not None:
             await owned.aclose()
+
+
+async def _chained(read: Sequence[bytes], rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    for chunk in read:
+        yield chunk
+    async for chunk in rest:
+        yield chunk

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any, Final
 
@@ -35,7 +36,7 @@ from .errors import error_response
 from .mapping import MAX_NAME, proxy_request
 from .openai import OpenAIAdapter
 from .outage import database_paused, note_failure
-from .overflow import Overflow, overflow_of
+from .overflow import Overflow, leading_events, overflow_of
 from .pool import upstream_client
 from .recorder import Recording, relay
 from .responses_route import (
@@ -93,9 +94,8 @@ async def openai_responses(request: HttpRequest) -> HttpResponseBase:
     if early is not None:
         return early
     adapter, kind = adapter_for(request), kind_of(request)
-    # A 400 `context_length_exceeded` is compacted past and retried as for the other
-    # routes (_forward). TODO(overflow): a streamed `response.failed` with that code (a 200
-    # event stream) still passes through as sent: the retry would need its first events.
+    # A 400 `context_length_exceeded`, or a streamed `response.failed` with that code before
+    # any output, is compacted past and retried as for the other routes (_forward, _peeked).
     response = await _proxy(request, adapter, "/v1/responses", record=kind == TURN)
     if kind == COMPACTION:
         return await recorded_compaction(request, adapter, response)
@@ -293,14 +293,18 @@ async def _forward(
         await _close(owned)
         logger.warning("proxy: upstream unreachable: %s", type(error).__name__)
         return error_response(adapter.provider, 502, "api_error", "upstream unreachable")
+    sent = (client, url, headers)
     if recording is not None and recording.compact and upstream.status_code == 400:
-        sent = (client, url, headers)
         upstream, recording = await _retried(request, adapter, caller, sent, upstream, recording)
+    upstream, recording, read, rest = await _peeked(
+        request, adapter, caller, sent, upstream, recording
+    )
     content_type = upstream.headers.get("content-type", "")
     answered = upstream.status_code == 200 and recording is not None
     if content_type.startswith("text/event-stream") and isinstance(request, ASGIRequest):
+        kept = recording if answered else None
         streamed = StreamingHttpResponse(
-            relay(owned, upstream, recording if answered else None), status=upstream.status_code
+            relay(owned, upstream, kept, read=read, rest=rest), status=upstream.status_code
         )
         return _with_headers(streamed, upstream)
     try:
@@ -328,11 +332,59 @@ async def _retried(
     client's (docs/behaviour.md#overflow-recovery). The first answer, read, when it is no
     such refusal, nothing could be compacted, or the retry could not be sent."""
     overflow = overflow_of(adapter.provider, upstream.status_code, await upstream.aread())
-    if overflow is None:
+    retried = (
+        None
+        if overflow is None
+        else await _retry(request, adapter, caller, sent, recording, overflow)
+    )
+    if retried is None:
         return upstream, recording
+    await upstream.aclose()
+    return retried
+
+
+async def _peeked(
+    request: HttpRequest,
+    adapter: Adapter,
+    caller: Caller,
+    sent: tuple[httpx.AsyncClient, str, dict[str, str]],
+    upstream: httpx.Response,
+    recording: Recording | None,
+) -> tuple[httpx.Response, Recording | None, list[bytes], AsyncIterator[bytes] | None]:
+    """A streamed answer's opening, in compact mode: a refusal for length streamed before
+    any output (the Responses API's `response.failed`) is retried as a 400 one is; else the
+    chunks read and the rest, which go to the client as they came."""
+    streams = upstream.headers.get("content-type", "").startswith("text/event-stream")
+    if not (streams and isinstance(request, ASGIRequest) and upstream.status_code == 200):
+        return upstream, recording, [], None
+    if recording is None or not recording.compact:
+        return upstream, recording, [], None
+    rest = upstream.aiter_bytes()
+    read, overflow = await leading_events(rest, adapter.provider)
+    retried = (
+        None
+        if overflow is None
+        else await _retry(request, adapter, caller, sent, recording, overflow)
+    )
+    if retried is None:
+        return upstream, recording, read, rest
+    await upstream.aclose()
+    return retried[0], retried[1], [], None
+
+
+async def _retry(
+    request: HttpRequest,
+    adapter: Adapter,
+    caller: Caller,
+    sent: tuple[httpx.AsyncClient, str, dict[str, str]],
+    recording: Recording,
+    overflow: Overflow,
+) -> tuple[httpx.Response, Recording] | None:
+    """The request sent once more after the session was compacted under the window the
+    upstream refused it for; None when nothing could be compacted or it could not be sent."""
     plan = await step(_replanned, asgi=recording.asgi)(recording.plan, adapter, caller, overflow)
     if plan is None or plan.head is None:
-        return upstream, recording
+        return None
     decoded, _ = decode_body(request.body)
     ascii = _UNSTORABLE.search(request.body) is not None
     body = _rewritten(adapter, decoded, plan.head, plan.tail_start, ascii)
@@ -343,8 +395,7 @@ async def _retried(
             stream=True,
         )
     except httpx.HTTPError:
-        return upstream, recording
-    await upstream.aclose()
+        return None
     return retry, replace(recording, plan=plan)
 
 
