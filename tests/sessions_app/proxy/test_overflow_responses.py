@@ -74,7 +74,7 @@ def test_a_refusal_for_length_is_compacted_past_and_retried(
     assert session.message_count == len(_history()) + 1  # stored once, and the answer
 
 
-def test_a_stream_failing_after_output_is_passed_through(
+def test_a_stream_that_answers_goes_through_as_it_came(
     gpt: openai.OpenAI, upstream: FakeResponses, believes_more: CompactionProfile
 ) -> None:
     upstream.script([message("partial")])
