@@ -14,6 +14,7 @@ from sessions_app.exporters import export_messages, to_responses
 from sessions_app.proxy.responses_items import turn_message, turns_of
 from tests.sessions_app.conftest import JsonClient
 from tests.support.histories import assistant, user
+from tests.support.histories import user as user_message
 
 ITEMS: list[Any] = [
     {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Fix it"}]},
@@ -172,3 +173,19 @@ def test_images_are_stored_as_image_blocks_and_come_back_as_input_images() -> No
         data,
         "https://example.com/a.png",
     ]
+
+
+@pytest.mark.django_db
+def test_the_context_tab_offers_and_shows_the_responses_form(
+    client: Any, user: Any, make_session: Any
+) -> None:
+    from django.urls import reverse
+
+    session = make_session(messages=[user_message("hi"), assistant("yo")], owner=user)
+    client.force_login(user)
+    url = reverse("ui:tab", args=[session.pk, "context"])
+    page = client.get(f"{url}?format=responses", headers={"HX-Request": "true"}).content.decode()
+    assert ">Responses</button>" in page
+    assert "output_text" in page  # the items, not the Anthropic form
+    download = client.get(reverse("ui:context_download", args=[session.pk]) + "?format=responses")
+    assert json.loads(download.content)["messages"][1]["role"] == "assistant"
