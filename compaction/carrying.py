@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .carried_state import CarriedState, expand_path_groups
-from .grounding import ground_paths, whole_paths
+from .grounding import Grounding
 from .messages import Message
 from .policy import Policy
 from .results import Partition
@@ -43,7 +43,7 @@ class StateCarrier:
     summarizer: Summarizer
     state: CarriedState = field(default_factory=CarriedState)
     block: str = ""
-    _whole: dict[int, set[str]] = field(default_factory=dict, repr=False)
+    _grounding: dict[int, Grounding] = field(default_factory=dict, repr=False)
 
     @property
     def as_written(self) -> bool:
@@ -67,10 +67,10 @@ class StateCarrier:
         """The summarizer's text with no fragment of a path (`grounding`)."""
         if self.as_written:
             return text
-        whole = self._whole.get(id(middle))
-        if whole is None:
-            whole = self._whole[id(middle)] = whole_paths(middle)
-        return ground_paths(text, whole)
+        grounding = self._grounding.get(id(middle))
+        if grounding is None or grounding.messages is not middle:
+            grounding = self._grounding[id(middle)] = Grounding(middle)
+        return grounding.ground(text)
 
     def finish(self, text: str) -> tuple[str, dict[str, Any]]:
         """The summary's text with the block, and the message's extra metadata."""

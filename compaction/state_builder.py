@@ -100,16 +100,24 @@ class _Builder:
         self.asked = calls
 
     def request(self, words: str) -> None:
-        """A user turn's text: the first request, and one of the latest."""
+        """A user turn's text: the first request, and one of the latest (cut in `state`:
+        most turns are not among the latest)."""
         if not self.first_request:
             self.first_request = request_text(words, _FIRST_REQUEST_CHARS)
-        text = request_text(words, _REQUEST_CHARS)
-        if not text:
-            return
-        if text in self.requests:
-            self.requests.remove(text)
-        self.requests.append(text)
-        del self.requests[:-LATEST_REQUESTS]
+        if words and not words.isspace():
+            self.requests.append(words)
+            del self.requests[: -LATEST_REQUESTS * 4]  # room for turns of boilerplate alone
+
+    def latest_requests(self) -> tuple[str, ...]:
+        """The latest requests, oldest first, without repeats or boilerplate."""
+        latest: list[str] = []
+        for words in reversed(self.requests):
+            text = request_text(words, _REQUEST_CHARS)
+            if text and text not in latest:
+                latest.append(text)
+            if len(latest) == LATEST_REQUESTS:
+                break
+        return tuple(reversed(latest))
 
     def touch(self, path: str, operation: str) -> None:
         self.files.pop(path, None)  # a touch moves the file to the newest end
@@ -170,7 +178,7 @@ class _Builder:
         tasks = [f"[{status}] #{key} {subject}" for key, (subject, status) in self.tasks.items()]
         return CarriedState(
             first_request=self.first_request,
-            requests=tuple(self.requests),
+            requests=self.latest_requests(),
             files=tuple(FileTouch(path, operation) for path, operation in self.files.items()),
             todos=(*self.todos, *tasks),
             errors=tuple(list(self.errors.values())[-OPEN_ERRORS:]),

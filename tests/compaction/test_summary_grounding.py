@@ -18,7 +18,7 @@ from compaction import (
     compact_messages,
     is_summary_message,
 )
-from compaction.grounding import ground_paths, whole_paths
+from compaction.grounding import Grounding
 from compaction.state_builder import summary_state
 from compaction.summary_quality import boilerplate_lines, path_fragments, state_recall
 from tests.support.histories import assistant, exchange, system, user
@@ -119,10 +119,18 @@ def test_a_models_shortened_path_is_taken_out() -> None:
 
 
 def test_grounding_leaves_whole_paths_and_edge_punctuation_alone() -> None:
-    whole = whole_paths([user("see (src/app.py), `docs/a.md`.")])
+    grounding = Grounding([user("see (src/app.py), `docs/a.md`.")])
 
-    assert ground_paths("kept: src/app.py, (docs/a.md)", whole) == "kept: src/app.py, (docs/a.md)"
-    assert ground_paths("cut: rc/app.py,", whole) == "cut: …,"
+    assert grounding.ground("kept: src/app.py, (docs/a.md)") == "kept: src/app.py, (docs/a.md)"
+    assert grounding.ground("cut: rc/app.py,") == "cut: …,"
+
+
+def test_a_path_of_a_tool_result_is_whole_too() -> None:
+    listing = {"type": "tool_result", "tool_use_id": "t", "content": "a\nsrc/deep/x.py\n"}
+    grounding = Grounding([{"role": "user", "content": [listing]}])
+
+    assert grounding.ground("found src/deep/x.py") == "found src/deep/x.py"
+    assert grounding.ground("found deep/x.py") == "found …"
 
 
 @CI
