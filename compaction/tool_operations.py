@@ -36,7 +36,9 @@ _COMMAND_KEYS: Final = ("command", "cmd")
 #: The input keys whose strings locate something (a file, a command, a page), not content.
 _LOCATOR_KEYS: Final = (*PATH_KEYS, *_PATH_LIST_KEYS, *_COMMAND_KEYS, "url")
 #: The input keys that may carry a patch (Codex's `apply_patch` as a custom tool's input).
-_PATCH_KEYS: Final = ("input", "patch")
+_PATCH_KEYS: Final = ("input", "patch", "raw")
+#: Shells whose `-c` / `-lc` argument is the command a call runs (Codex's `shell` tool).
+_SHELLS: Final = frozenset({"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh"})
 _OPERATIONS: Final = (  # (words of a tool name or command, operation), first match wins
     (frozenset({"delete", "remove", "unlink", "rm", "rmdir"}), "deleted"),
     (frozenset({"write", "create", "new", "save", "touch", "tee", "mkdir"}), "written"),
@@ -67,10 +69,8 @@ _HEREDOC: Final = "<<"
 
 def operation_of(name: str, tool_input: Mapping[str, Any]) -> str:
     """What a call does to the files it names: from its command's first word, else its name."""
-    command = tool_input.get("command")
-    if isinstance(command, list) and command and isinstance(command[0], str):
-        command = " ".join(str(part) for part in command)
-    if isinstance(command, str) and command.strip():
+    command = _joined(tool_input.get("command"))
+    if command.strip():
         operation = _word_operation(command.split(maxsplit=1)[0])
         if operation is not None:
             return operation
@@ -110,12 +110,16 @@ def call_paths(name: str, tool_input: Mapping[str, Any]) -> Iterator[tuple[str, 
 
 
 def _joined(value: Any) -> str:
-    """A command as one string: itself, or its argument list joined by spaces."""
+    """A command as one string: itself, the script of `bash -lc SCRIPT`, or its argument
+    list joined by spaces."""
     if isinstance(value, str):
         return value
-    if isinstance(value, list):
-        return " ".join(part for part in value if isinstance(part, str))
-    return ""
+    if not isinstance(value, list):
+        return ""
+    parts = [part for part in value if isinstance(part, str)]
+    if len(parts) == 3 and parts[0] in _SHELLS and parts[1] in {"-c", "-lc"}:
+        return parts[2]
+    return " ".join(parts)
 
 
 def _patch_paths(text: str) -> Iterator[tuple[str, str]]:

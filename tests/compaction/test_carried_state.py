@@ -261,3 +261,16 @@ def test_a_rendered_block_fits_and_every_path_it_shows_is_whole(
     assert set(shown) <= words
     if count_text_tokens(render_state(CarriedState(first_request="go"), 10_000)) + 30 < budget:
         assert count_text_tokens(text) <= budget
+
+
+def test_codex_calls_name_their_files() -> None:
+    """A shell call's script (`bash -lc`), and a patch given as a custom tool's raw input."""
+    patch = "*** Begin Patch\n*** Delete File: old/notes.md\n*** End Patch"
+    messages = [
+        call("1", "shell", command=["bash", "-lc", "cat src/main.rs"]),
+        call("2", "apply_patch", raw=patch),
+    ]
+
+    files = carried_state(messages).files
+
+    assert files == (FileTouch("src/main.rs", "read"), FileTouch("old/notes.md", "deleted"))
