@@ -25,6 +25,7 @@ from sessions_app.models import (
 )
 from sessions_app.services.background.jobs import PREPARE, run_job
 from sessions_app.services.compacting.auto import post_call_check, prepare_context
+from sessions_app.services.compacting.prepared import apply_prepared
 from sessions_app.services.compacting.reverting import revert_compaction
 from sessions_app.services.compacting.session_compaction import compact_session
 from sessions_app.services.context.runtime import runtime_messages
@@ -241,3 +242,38 @@ def test_the_prepare_endpoint_goes_on_while_the_compaction_is_prepared(
     assert body["compaction"]["trigger"] == "auto"
     assert body["skipped"] is None
     assert body["tokens"] < session.context_tokens
+
+
+@pytest.mark.django_db
+def test_a_prepared_compaction_applies_once(
+    make_session: Any, profile: CompactionProfile, conversation: Any, scripted: Any
+) -> None:
+    scripted(default=SUMMARY)
+    session = _at_share(make_session(messages=conversation(8), profile=profile), 0.6)
+    prepare_context(session)
+    _prepared(session)
+    assert apply_prepared(session) is not None
+    assert apply_prepared(session) is None
+    assert Compaction.objects.filter(session=session).count() == 1
+
+
+@pytest.mark.django_db
+def test_a_change_during_the_preparation_keeps_nothing(
+    make_session: Any, profile: CompactionProfile, conversation: Any, scripted: Any
+) -> None:
+    session = _at_share(make_session(messages=conversation(8), profile=profile), 0.6)
+
+    def meanwhile(request: Any) -> str:
+        # Someone compacts the same entries (a summary of their own) while the model writes.
+        compact_session(Session.objects.get(pk=session.pk), summary="Theirs.", trigger="manual")
+        return SUMMARY
+
+    scripted(meanwhile, default=SUMMARY)
+    prepare_context(session)
+    job = CompactionJob.objects.get(session=session)
+    run = run_job(str(job.pk))
+    assert run.status == "succeeded"
+    job.refresh_from_db()
+    assert job.events[-1]["reason"] == "context_changed"
+    assert not PreparedCompaction.objects.filter(session=session).exists()
+    assert Compaction.objects.filter(session=session).count() == 1  # theirs only
