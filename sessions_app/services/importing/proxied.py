@@ -39,6 +39,8 @@ from sessions_app.services.sessions.lifecycle import delete_session
 __all__ = ["hand_over", "is_proxied", "not_held_by_proxy", "proxied_twin", "reading_session"]
 
 BlockKey = tuple[str, str]
+#: How much of a rollout's first line is read for its session id.
+_HEAD_BYTES = 1 << 20
 
 
 def is_proxied(session: Session) -> bool:
@@ -65,14 +67,40 @@ def proxied_twin(session: Session) -> Session | None:
 def reading_session(owner: AbstractBaseUser, source_path: str) -> Session | None:
     """The session of `owner` the watched file at `source_path` is read into: the first one
     read from it, or its proxied twin once the proxy stored one (which then reads the file
-    again from its start: `hand_over`)."""
+    again from its start: `hand_over`); for a file not read yet, the proxied session of the
+    Codex session its first line names, if any."""
     sessions = Session.objects.filter(owner_id=owner.pk, source_path=source_path)
     session = sessions.order_by("created_at").first()
-    twin = proxied_twin(session) if session is not None else None
-    if session is None or twin is None or not hand_over(session, twin):
+    if session is None:
+        return _proxied_by_id(owner, _rollout_id(source_path))
+    twin = proxied_twin(session)
+    if twin is None or not hand_over(session, twin):
         return session
     twin.refresh_from_db()
     return twin
+
+
+def _rollout_id(source_path: str) -> str:
+    """The session id of the Codex rollout at `source_path` (its `session_meta` line), or ""."""
+    try:
+        with open(source_path, "rb") as file:
+            first = json.loads(file.readline(_HEAD_BYTES) or b"null")
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(first, dict) or first.get("type") != "session_meta":
+        return ""
+    payload = first.get("payload")
+    found = payload.get("id") if isinstance(payload, dict) else None
+    return found if isinstance(found, str) else ""
+
+
+def _proxied_by_id(owner: AbstractBaseUser, codex_id: str) -> Session | None:
+    if not codex_id:
+        return None
+    sessions = Session.objects.filter(
+        owner_id=owner.pk, source_format="codex", external_id=codex_id[:200], parent__isnull=True
+    )
+    return sessions.exclude(proxy_key="").order_by("created_at", "pk").first()
 
 
 def hand_over(watched: Session, twin: Session) -> bool:

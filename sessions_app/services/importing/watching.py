@@ -224,8 +224,9 @@ def sync_file(
     `settled` (it has been quiet for the settle period): then it is stored as a one-shot
     import stores it, and read on from its end.
     """
-    text = str(path)
-    session = reading_session(owner, text)
+    session = reading_session(owner, text := str(path))
+    if session is not None and session.proxy_key and not settled:  # the proxy records it live
+        return FileSync(text, done=False, waiting=True)  # proxied.py, read once it is quiet
     with open(path, "rb") as file:
         info = os.fstat(file.fileno())
         size = info.st_size

@@ -8,6 +8,7 @@ proxied session (tests/sessions_app/proxy/codex_harness.py runs Codex).
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -141,8 +142,9 @@ def test_a_rollout_watched_before_the_proxy_stored_the_run_goes_to_the_proxied_s
     assert Session.objects.count() == 2
 
     copy.write_bytes(b"".join(lines))
-    Watcher(user, [copy.parent]).scan()
-    Watcher(user, [copy.parent]).scan()
+    Watcher(user, [copy.parent]).scan()  # handed over; read once the file is quiet
+    assert Session.objects.count() == 1
+    Watcher(user, [copy.parent], clock=lambda: time.time() + 3600).scan()
 
     assert describe(user) == proxied
     session.refresh_from_db()

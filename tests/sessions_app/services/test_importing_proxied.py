@@ -6,6 +6,7 @@ thinking block); the CLI itself runs in tests/sessions_app/proxy/test_codex_runs
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 
 from sessions_app.models import Message, Session
 from sessions_app.services.importing import import_file
+from sessions_app.services.importing.watching import Watcher
 from sessions_app.services.sessions.lifecycle import create_session
 
 pytestmark = pytest.mark.django_db
@@ -154,3 +156,27 @@ def test_a_session_the_proxy_did_not_record_merges_as_before(user: Any, tmp_path
     roles = [row["role"] for row in _rows(imported.session)]
     assert roles[0] == "system"
     assert roles.count("user") == 4
+
+
+def test_the_watcher_reads_a_proxied_sessions_rollout_once_it_is_quiet(
+    user: Any, tmp_path: Path
+) -> None:
+    """While the rollout is written the proxy records the conversation live: a turn it has
+    not stored yet (its answer still streaming) must not be taken from the rollout first, or
+    the proxy's next request would no longer continue the session. So the watcher reads a
+    proxied session's rollout (found by the Codex session id of its first line) only once
+    the file has been quiet for the settle period, and then only what the proxy lacks."""
+    session = _proxied(user)
+    _write(tmp_path, _rollout(_said("user", "And now?")))
+
+    Watcher(user, [tmp_path]).scan()
+    assert len(_rows(session)) == 4
+
+    later = Watcher(user, [tmp_path], clock=lambda: time.time() + 3600)
+    later.scan()
+    later.scan()
+
+    rows = _rows(session)
+    assert [row["role"] for row in rows[3:]] == ["assistant", "user"]
+    assert rows[-1]["content"] == [{"type": "text", "text": "And now?"}]
+    assert Session.objects.count() == 1
