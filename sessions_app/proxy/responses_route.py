@@ -50,6 +50,9 @@ TURN: Final = "turn"
 PREWARM: Final = "prewarm"
 COMPACTION: Final = "compaction"
 _ENCODINGS: Final = ("gzip", "zstd")
+#: The first words of Codex's checkpoint prompt (a custom provider's compaction request).
+_CHECKPOINT: Final = "You are performing a CONTEXT CHECKPOINT COMPACTION"
+_COMPACTION_MARKS: Final = (b'"compaction_trigger"', _CHECKPOINT.encode())
 
 
 class _TooLarge(Exception):
@@ -133,19 +136,25 @@ def adapter_for(request: HttpRequest) -> ResponsesAdapter:
 
 def kind_of(request: HttpRequest) -> str:
     """TURN, PREWARM or COMPACTION: Codex's `request_kind`, else a body whose last input
-    item is a `compaction_trigger` is a COMPACTION, else a TURN."""
+    item is a `compaction_trigger` (the built-in provider's), or which has no tools and ends
+    with Codex's checkpoint prompt (a custom provider's), is a COMPACTION, else a TURN."""
     kind = request_kind(request.headers)
     if kind in (PREWARM, COMPACTION):
         return kind
-    if b'"compaction_trigger"' in request.body:
-        try:
-            items = json.loads(request.body).get("input")
-        except (ValueError, AttributeError):
-            return TURN
-        last = items[-1] if isinstance(items, list) and items else None
-        if isinstance(last, Mapping) and last.get("type") == "compaction_trigger":
-            return COMPACTION
-    return TURN
+    if not any(mark in request.body for mark in _COMPACTION_MARKS):
+        return TURN
+    try:
+        body = json.loads(request.body)
+        items = body.get("input")
+    except (ValueError, AttributeError):
+        return TURN
+    last = items[-1] if isinstance(items, list) and items else None
+    if not isinstance(last, Mapping):
+        return TURN
+    if last.get("type") == "compaction_trigger":
+        return COMPACTION
+    text = json.dumps(last.get("content"))
+    return COMPACTION if body.get("tools") == [] and _CHECKPOINT in text else TURN
 
 
 async def recorded_compaction(

@@ -193,17 +193,17 @@ def _two_turns(proxy_server: Any, key: str, upstream: FakeResponses) -> list[Any
     return history
 
 
+@pytest.mark.parametrize("said", [True, False])
 def test_codex_custom_provider_compaction_is_a_compaction_point(
-    proxy_server: Any, ctx_key: str, upstream: FakeResponses
+    proxy_server: Any, ctx_key: str, upstream: FakeResponses, said: bool
 ) -> None:
     history = _two_turns(proxy_server, ctx_key, upstream)
     session = Session.objects.get()
     assert Message.objects.filter(session=session).count() == 4
     upstream.script([message("Checkpoint: the user asked for two things.", item_id="msg_sum")])
-    checkpoint = _user("You are performing a CONTEXT CHECKPOINT COMPACTION. Summarize.")
-    answer = _post(
-        proxy_server, ctx_key, _body([*history, checkpoint], tools=[]), headers=_codex("compaction")
-    )
+    checkpoint = _user("You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff.")
+    kind = _codex("compaction") if said else {"session-id": SESSION}  # said, or seen
+    answer = _post(proxy_server, ctx_key, _body([*history, checkpoint], tools=[]), headers=kind)
     assert answer.status_code == 200
     assert "Checkpoint" in answer.text
     point = Compaction.objects.get(session=session)
