@@ -143,6 +143,18 @@ def test_the_app_pages_have_no_serious_finding(
     tab.wait_for_timeout(300)
     wait_for_htmx_idle(tab)
     audit.check("history, after Expand all")
+    tab.click("#preview-button")
+    tab.locator("#compact-preview").wait_for()
+    wait_for_htmx_idle(tab)
+    summary = tab.locator("button[aria-controls='preview-summary']")
+    if summary.count():
+        summary.click()
+    audit.check("actions, preview")
+    commit = tab.locator("#commit-button")
+    if commit.count():
+        commit.click()
+        tab.locator(".job").wait_for()
+        audit.check("actions, job queued")
     for name in ("compare", "context", "log"):
         audit.visit(f"{session}?tab={name}", name)
     details = tab.locator("button.expander[aria-expanded='false']:visible")

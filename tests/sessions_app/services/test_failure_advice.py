@@ -148,6 +148,7 @@ def test_a_failing_preview_says_what_to_do(user: Any, monkeypatch: pytest.Monkey
     html = response.content.decode()
     assert 'data-failure="api_error"' in html
     assert f"could not connect to 127.0.0.1:{port}" in html
+    assert ".." not in html  # the sentence ends the notice's clause
 
 
 def test_a_job_refused_by_a_service_says_so_plainly(user: Any) -> None:
