@@ -113,6 +113,7 @@ def failure_advice(record: Mapping[str, Any], target: SummarizerTarget) -> str:
             "then compact again."
         )
     default = _OTHER_ADVICE if reason in SUMMARY_FAILURES else _NOT_APPLIED
+    # _SUMMARY_ADVICE also holds the reasons a check of the result gives (no_savings...).
     return _SUMMARY_ADVICE.get(reason, default).format(
         label=label, host=host, reason=reason, Label=label.capitalize()
     )
@@ -161,6 +162,15 @@ _SUMMARY_ADVICE: Final = {
     "refusal": (
         "The model at {host} ({label}) refused to summarize this conversation: compact "
         "again with other instructions, or choose another model."
+    ),
+    "no_savings": (
+        "The result would not have been smaller than the context ({reason}); the session is "
+        "unchanged: lower the profile's summary max tokens or keep fewer recent messages, "
+        "or compact once more messages have come."
+    ),
+    "low_recall": (
+        "The summary of {label} kept too few of the originals' identifiers ({reason}): "
+        "lower the profile's minimum recall, or choose a stronger model."
     ),
     "context_exceeded": (
         "The request was larger than the model at {host} accepts ({label}): lower the "

@@ -130,6 +130,8 @@ def test_the_preview_of_an_unset_key_is_a_503_without_a_traceback(
         ({"reason": "timeout", "status": None}, "h.test did not answer cfg in time"),
         ({"reason": "refusal", "status": None}, "The model at h.test (cfg) refused"),
         ({"reason": "archive_error", "status": None}, "the session is unchanged"),
+        ({"reason": "no_savings", "status": None}, "lower the profile's summary max tokens"),
+        ({"reason": "invalid_output", "status": None}, "The compaction was not applied"),
     ],
 )
 def test_each_failure_says_what_to_do(record: dict[str, Any], expected: str) -> None:
