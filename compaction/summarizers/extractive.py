@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final
 
-from ..carried_state import expand_path_groups
 from ..marked_words import marked_words
 from ..messages import (
     first_nonblank_line,
@@ -29,6 +28,7 @@ from ..messages import (
 )
 from ..tokens import compact_json
 from .base import SummaryRequest
+from .beside_state import beside_state
 from .prompt import SECTIONS
 from .summary_fit import KEY_IDENTIFIERS, Line, dedupe, fit
 from .summary_merge import EarlierSummary, parse_summary
@@ -74,8 +74,6 @@ _WEAK_OPERATIONS: Final = ("mentioned", "touched")
 # latest update and tool counts; errors, decisions and open items; files and older
 # requests; paths only mentioned; each tool call; tool calls an earlier summary listed.
 _GOAL, _CURRENT, _KEEP, _DETAIL, _MENTION, _CALL, _EARLIER_CALL = 0, 1, 2, 3, 4, 5, 6
-_ASKED: Final = "- User asked: "
-_FILES_IN_STATE: Final = "- every file touched: in the session state below"
 #: `Line(*fields)` without the call of its `__new__` (a line for most messages).
 _line: Final = tuple.__new__
 
@@ -427,27 +425,6 @@ def _error_line(text: str, first: str) -> str:
     return first
 
 
-def _beside_state(lines: list[Line], block: str) -> list[Line]:
-    """The lines the state block the engine appends does not hold already: its files, its
-    todo items and its requests (the goal line stays, as the narrative's first line), and a
-    line pointing at the block instead of the files (docs/behaviour.md)."""
-    words = {word.rstrip(":,") for word in expand_path_groups(block).split()}
-    kept = [line for line in lines if not _held(line, block, words)]
-    if len(kept) < len(lines) and any(line.section == FILES for line in lines):
-        kept.append(Line(FILES, _FILES_IN_STATE, _GOAL, -1))
-    return kept
-
-
-def _held(line: Line, block: str, words: set[str]) -> bool:
-    if line.path is not None:
-        return line.path in words
-    if line.section == STATE and line.text.startswith("- ["):
-        return line.text in block
-    if line.section == GOALS and line.priority != _GOAL and line.text.startswith(_ASKED):
-        return line.text.removeprefix(_ASKED).removesuffix(" …") in block
-    return False
-
-
 class ExtractiveSummarizer:
     """Deterministic structured summaries without a model (the offline default)."""
 
@@ -462,9 +439,7 @@ class ExtractiveSummarizer:
         for order, message in enumerate(request.messages):
             collector.message(order, message)
         collector.finish()
-        lines = dedupe(collector.lines)
-        if request.state_block:
-            lines = _beside_state(lines, request.state_block)
+        lines = beside_state(dedupe(collector.lines), request.state_block)
         return fit(
             lines,
             request.max_tokens,
