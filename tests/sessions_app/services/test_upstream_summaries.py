@@ -55,7 +55,7 @@ def upstream_profile(make_profile: Any) -> Any:
 def proxied(make_session: Any, conversation: Any, profile: Any, provider: str) -> Session:
     """A session as the proxy stores one: its conversation key, provider and model."""
     model = "claude-conversation" if provider == "anthropic" else "gpt-conversation"
-    session = make_session(
+    session: Session = make_session(
         messages=conversation(12),
         context_limit=3000,
         profile=profile,
