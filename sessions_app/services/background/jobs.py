@@ -109,6 +109,8 @@ def enqueue_compaction(session: Session, *, params: Mapping[str, Any]) -> Compac
 
 def queue_compaction(session: Session, *, params: Mapping[str, Any]) -> tuple[CompactionJob, bool]:
     """enqueue_compaction's job, and whether it was queued now (False: it was already active).
+    A compaction asked for while the session's prepare job is still queued takes that job
+    over (True): it compacts when it runs (docs/behaviour.md#prepared-compaction).
 
     The session row lock serializes concurrent callers on PostgreSQL: the second one sees
     the first job. SQLite takes no row lock; there ctxweb's IMMEDIATE transactions
@@ -123,7 +125,7 @@ def queue_compaction(session: Session, *, params: Mapping[str, Any]) -> tuple[Co
             _lock_session(session)
             running = active_job(session)
             if running is not None:
-                return running, False
+                return running, _took_over(running, clean)
             job = _queue_job(session, clean)
     except IntegrityError:
         running = active_job(session)
@@ -135,6 +137,18 @@ def queue_compaction(session: Session, *, params: Mapping[str, Any]) -> tuple[Co
         extra={"session_id": str(session.pk), "job": str(job.pk), "trigger": clean["trigger"]},
     )
     return job, True
+
+
+def _took_over(job: CompactionJob, params: dict[str, Any]) -> bool:
+    """A compaction asked for while a prepare job of the session is still queued takes that
+    job over (it compacts instead): True when it did. A running one is left to finish."""
+    if job.params.get("kind") != PREPARE or params.get("kind") == PREPARE:
+        return False
+    queued = CompactionJob.objects.filter(pk=job.pk, status=CompactionJob.Status.QUEUED)
+    if not queued.update(params=params):  # the worker claimed it meanwhile
+        return False
+    job.params = params
+    return True
 
 
 def _lock_session(session: Session) -> None:

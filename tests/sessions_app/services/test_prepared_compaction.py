@@ -23,7 +23,7 @@ from sessions_app.models import (
     PreparedCompaction,
     Session,
 )
-from sessions_app.services.background.jobs import PREPARE, run_job
+from sessions_app.services.background.jobs import PREPARE, enqueue_compaction, run_job
 from sessions_app.services.compacting.auto import post_call_check, prepare_context
 from sessions_app.services.compacting.prepared import apply_prepared
 from sessions_app.services.compacting.reverting import revert_compaction
@@ -277,3 +277,19 @@ def test_a_change_during_the_preparation_keeps_nothing(
     assert job.events[-1]["reason"] == "context_changed"
     assert not PreparedCompaction.objects.filter(session=session).exists()
     assert Compaction.objects.filter(session=session).count() == 1  # theirs only
+
+
+@pytest.mark.django_db
+def test_compact_now_takes_over_a_queued_prepare_job(
+    make_session: Any, profile: CompactionProfile, conversation: Any, scripted: Any
+) -> None:
+    scripted(default=SUMMARY)
+    session = _at_share(make_session(messages=conversation(8), profile=profile), 0.6)
+    prepare_context(session)
+    prepare = CompactionJob.objects.get(session=session)
+    job = enqueue_compaction(session, params={"trigger": "manual"})
+    assert job.pk == prepare.pk
+    job.refresh_from_db()
+    assert job.params == {"trigger": "manual"}
+    assert run_job(str(job.pk)).compaction == 1  # compacted, not prepared
+    assert not PreparedCompaction.objects.filter(session=session).exists()
