@@ -93,10 +93,11 @@ def _digest_form(item: Any) -> Any:
 #: are read, never changed.
 _FORMS: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
 _FORMS_LOCK: Final = threading.Lock()
-_FORMS_KEPT: Final = 65_536
-#: The turns of the last item lists read (one per recent conversation, about).
+_FORMS_KEPT: Final = 16_384
+#: The turns of the last item lists read (one per recent conversation, about): few, as
+#: they keep their items alive (the body reader's own copies are bounded by characters).
 _TURNS: list[tuple[list[Any], list[Turn]]] = []
-_TURNS_KEPT: Final = 32
+_TURNS_KEPT: Final = 8
 
 
 def side_of(item: Any) -> str | None:
