@@ -377,7 +377,11 @@ def _meta(
         details={
             "profile": profile.name,
             "policy": policy.to_dict(),
-            "summary_model": summary_model(profile) if name != CALLER_SUMMARIZER else "",
+            # The model that wrote it (the `upstream` provider's: the conversation's), else
+            # the one configured.
+            "summary_model": (getattr(summarizer, "model", "") or summary_model(profile))
+            if name != CALLER_SUMMARIZER
+            else "",
             "steps": [_step_dict(report) for report in result.steps],
             "events": events,
             "reason": result.reason,

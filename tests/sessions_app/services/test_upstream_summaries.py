@@ -159,6 +159,7 @@ def test_a_background_job_uses_the_servers_key_never_a_callers(
     assert run.status == "succeeded", run
     compaction = Compaction.objects.get(session=session)
     assert (compaction.summarizer, compaction.model) == ("anthropic", "claude-conversation")
+    assert compaction.details["summary_model"] == "claude-conversation"
     assert {r.api_key for r in fake.requests} == {SERVER_KEY}
     assert {r.body["model"] for r in fake.requests} == {"claude-conversation"}
     assert SERVER_KEY not in stored_text()
