@@ -16,7 +16,8 @@ the text / argument deltas and `response.output_item.done`, then `response.compl
 the response id and usage); a `failure` streams `response.failed` instead, an `error_event`
 an `error` event; `event_delay` makes a slow stream. A body sent with `Content-Encoding:
 zstd` or `gzip` is decoded. `GET /v1/models` lists one model; a websocket upgrade of
-`GET /v1/responses` gets 426. Every request is recorded, headers and body. The server is
+`GET /v1/responses` gets 426. Every request is recorded, headers and body (`requests`), and
+every output item answered (`answered`: what a client should send back unchanged). The server is
 tests/support/fake_server.py's (127.0.0.1, an ephemeral port: nothing reaches the network).
 """
 
