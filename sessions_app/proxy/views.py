@@ -95,7 +95,7 @@ async def openai_responses(request: HttpRequest) -> HttpResponseBase:
         return early
     adapter, kind = adapter_for(request), kind_of(request)
     # A 400 `context_length_exceeded`, or a streamed `response.failed` with that code before
-    # any output, is compacted past and retried as for the other routes (_forward, _peeked).
+    # any output, is compacted past and retried as for the other routes (_forward, _recovered).
     response = await _proxy(request, adapter, "/v1/responses", record=kind == TURN)
     if kind == COMPACTION:
         return await recorded_compaction(request, adapter, response)
@@ -294,9 +294,7 @@ async def _forward(
         logger.warning("proxy: upstream unreachable: %s", type(error).__name__)
         return error_response(adapter.provider, 502, "api_error", "upstream unreachable")
     sent = (client, url, headers)
-    if recording is not None and recording.compact and upstream.status_code == 400:
-        upstream, recording = await _retried(request, adapter, caller, sent, upstream, recording)
-    upstream, recording, read, rest = await _peeked(
+    upstream, recording, read, rest = await _recovered(
         request, adapter, caller, sent, upstream, recording
     )
     content_type = upstream.headers.get("content-type", "")
@@ -343,7 +341,7 @@ async def _retried(
     return retried
 
 
-async def _peeked(
+async def _recovered(
     request: HttpRequest,
     adapter: Adapter,
     caller: Caller,
@@ -351,9 +349,13 @@ async def _peeked(
     upstream: httpx.Response,
     recording: Recording | None,
 ) -> tuple[httpx.Response, Recording | None, list[bytes], AsyncIterator[bytes] | None]:
-    """A streamed answer's opening, in compact mode: a refusal for length streamed before
-    any output (the Responses API's `response.failed`) is retried as a 400 one is; else the
-    chunks read and the rest, which go to the client as they came."""
+    """In compact mode, the answer after an upstream's refusal for length, a 400 or streamed
+    before any output (the Responses API's `response.failed`), is the retry's
+    (docs/behaviour.md#overflow-recovery); else a stream's chunks read and the rest, which
+    go to the client as they came."""
+    if recording is not None and recording.compact and upstream.status_code == 400:
+        upstream, recording = await _retried(request, adapter, caller, sent, upstream, recording)
+        return upstream, recording, [], None
     streams = upstream.headers.get("content-type", "").startswith("text/event-stream")
     if not (streams and isinstance(request, ASGIRequest) and upstream.status_code == 200):
         return upstream, recording, [], None

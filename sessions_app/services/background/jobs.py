@@ -8,12 +8,8 @@ the
 worker on start and periodically) fails the job and its task result, then queues it once
 more.
 
-A job of kind "prepare" (`PREPARE`, queued by services/compacting/ahead.py) writes the
-session's next compaction ahead of time and keeps it unapplied
-(services/compacting/prepared.py, docs/behaviour.md#prepared-compaction); any other job
-compacts. Neither holds a database connection while the summarizer answers: the run hands
-its connection back before the engine runs, and each event and heartbeat write hands its
-own back (services/compacting/released.py).
+A job of kind "prepare" (`PREPARE`) writes a compaction ahead of time, unapplied; no job
+holds a connection while the summarizer answers (services/compacting/released.py).
 
 A job whose failure left the session exactly as it was (the archive could not be written,
 the database failed at commit, or a concurrent compaction of the same entries won) is
@@ -140,8 +136,7 @@ def queue_compaction(session: Session, *, params: Mapping[str, Any]) -> tuple[Co
 
 
 def _took_over(job: CompactionJob, params: dict[str, Any]) -> bool:
-    """A compaction asked for while a prepare job of the session is still queued takes that
-    job over (it compacts instead): True when it did. A running one is left to finish."""
+    """True when `params` (a compaction) took over `job`, a still-queued prepare job."""
     if job.params.get("kind") != PREPARE or params.get("kind") == PREPARE:
         return False
     queued = CompactionJob.objects.filter(pk=job.pk, status=CompactionJob.Status.QUEUED)
