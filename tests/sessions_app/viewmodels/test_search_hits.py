@@ -55,7 +55,7 @@ def test_hits_group_by_session_in_the_order_of_their_newest_hit() -> None:
 
 @given(
     st.text(
-        alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+        alphabet=st.characters(codec="utf-8", exclude_characters="\x00"),
         max_size=3000,
     )
 )
