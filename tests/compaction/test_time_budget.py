@@ -15,13 +15,15 @@ from compaction import (
 from compaction.carried_state import without_state_block
 from compaction.summarizers.base import SummaryRequest
 from tests.support.clock import FakeClock
-from tests.support.histories import exchange, system, user, words
+from tests.support.histories import assistant, exchange, system, user, words
 
 SUMMARY = "Goals and key decisions:\n- go on"
 
 
 def history() -> list[dict[str, object]]:
     messages: list[dict[str, object]] = [system("agent"), user("Refactor src/app.py please")]
+    # A path only the assistant's text names: no state block holds it (the re-ask would).
+    messages += [assistant("Notes are in docs/notes.md"), user("ok")]
     for number in range(6):
         messages += exchange(
             f"call_{number}", "Read", {"file_path": f"src/m{number}.py"}, words(150)
@@ -111,6 +113,8 @@ def test_the_retention_retry_is_skipped_past_the_budget(clock: FakeClock) -> Non
     assert result.compacted
     assert without_state_block(result.summary or "").rstrip() == vague  # the first, kept
     assert len(summarizer.requests) == 1
+    check = next(e for e in result.events if e.phase == "retention_check")
+    assert check.reason == "low_recall"  # a second request was wanted
 
 
 def test_a_spent_budget_counts_as_a_summary_failure_for_the_cooldown() -> None:
