@@ -205,8 +205,9 @@ def test_a_long_file_list_is_grouped_by_directory_before_anything_is_dropped() -
         "- src/components/{TodoItem,TodoList,AddTodo,Footer,Header,Filter}.tsx: written" in grouped
     )
     assert "left out" not in grouped
-    assert parse_state_block(grouped) is not None
-    assert [f.path for f in parse_state_block(grouped).files] == [f.path for f in files]
+    parsed = parse_state_block(grouped)
+    assert parsed is not None
+    assert [f.path for f in parsed.files] == [f.path for f in files]
 
 
 def test_when_even_groups_do_not_fit_the_oldest_files_go_with_a_note() -> None:
