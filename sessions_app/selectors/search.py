@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
+from django.core.exceptions import EmptyResultSet
 from django.db import connection
 from django.db.models import BooleanField, QuerySet
 from django.db.models.expressions import RawSQL
@@ -129,10 +130,10 @@ def _page_ids(
     elif connection.vendor == "sqlite":
         # Each chunk one phrase of its words (FTS5 splits `main.py` into main, py).
         phrases = " ".join('"' + " ".join(words) + '"' for _, words in chunks)
-        few = _sqlite_few(phrases)
-        if not few and session is None:
-            return _sqlite_newest(owner, phrases, page)
-        rows = rows.filter(_sqlite_matches(phrases, few=few))
+        if session is None:
+            return _sqlite_page(owner, phrases, page)
+        ids = RawSQL(f"SELECT rowid FROM {_FTS} WHERE {_FTS} MATCH %s", [phrases])
+        rows = rows.filter(pk__in=ids)  # one session's messages, checked against every match
     else:
         raise InvalidInput.field(
             "query", f"full-text search is not available on {connection.vendor}"
@@ -148,36 +149,28 @@ def _sqlite_few(phrases: str) -> bool:
         return len(cursor.fetchall()) < _FEW
 
 
-def _sqlite_matches(phrases: str, *, few: bool) -> RawSQL:
-    """The FTS5 condition on a message: its id among every match (few), or a probe of the
-    index for this one message (many: the rows come from elsewhere, each checked)."""
-    if few:
-        return RawSQL(
-            f'"sessions_app_message"."id" IN (SELECT rowid FROM {_FTS} WHERE {_FTS} MATCH %s)',
-            [phrases],
-            output_field=BooleanField(),
+def _sqlite_page(owner: Owner, phrases: str, page: slice) -> list[int]:
+    """One page of the owner's matches, newest first. FTS5 lists matches cheaply; finding
+    their times is what costs. Few matches: each is looked up and they are sorted (CROSS
+    JOIN keeps FTS5 the outer loop). Many: the time index is walked newest first, each
+    message checked against the list of matches (built once), until the page is full."""
+    try:
+        owned, params = owned_sessions(owner).values("pk").query.sql_with_params()
+    except EmptyResultSet:  # nobody's sessions
+        return []
+    matches = f"SELECT rowid FROM {_FTS} WHERE {_FTS} MATCH %s"
+    if _sqlite_few(phrases):
+        source = f"({matches}) AS f CROSS JOIN sessions_app_message AS m ON m.id = f.rowid WHERE"
+    else:
+        source = (
+            f"sessions_app_message AS m INDEXED BY message_time_id WHERE m.id IN ({matches}) AND"
         )
-    return RawSQL(
-        f"EXISTS (SELECT 1 FROM {_FTS} WHERE {_FTS} MATCH %s "
-        f'AND rowid = "sessions_app_message"."id")',
-        [phrases],
-        output_field=BooleanField(),
-    )
-
-
-def _sqlite_newest(owner: Owner, phrases: str, page: slice) -> list[int]:
-    """A word many messages hold: the time index walked newest first, each of the owner's
-    messages checked against the FTS5 index, until the page is full (SQLite would
-    otherwise list and sort every match)."""
-    owned, params = owned_sessions(owner).values("pk").query.sql_with_params()
     sql = (
-        "SELECT m.id FROM sessions_app_message AS m INDEXED BY message_time_id "
-        f"WHERE m.session_id IN ({owned}) AND EXISTS (SELECT 1 FROM {_FTS} "
-        f"WHERE {_FTS} MATCH %s AND rowid = m.id) "
+        f"SELECT m.id FROM {source} m.session_id IN ({owned}) "
         "ORDER BY m.created_at DESC, m.id DESC LIMIT %s OFFSET %s"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, phrases, page.stop - page.start, page.start])
+        cursor.execute(sql, [phrases, *params, page.stop - page.start, page.start])
         return [row[0] for row in cursor.fetchall()]
 
 
