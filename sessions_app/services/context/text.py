@@ -34,14 +34,10 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from operator import itemgetter
 from typing import Any, Final, Literal, get_args
 
 from django.conf import settings
-from django.core.serializers.json import DjangoJSONEncoder
 from django.db import DatabaseError, transaction
-from django.db.models import TextField
-from django.db.models.functions import Cast, Coalesce
 
 from sessions_app.exporters import request_messages, to_openai, to_responses
 from sessions_app.models import ContextEntry, Session
@@ -53,6 +49,7 @@ from sessions_app.services.context.openai import (
     system_text,
 )
 from sessions_app.services.context.responses import responses_body
+from sessions_app.services.context.rows import alternating, joined_rows, listed_rows, raw_rows
 from sessions_app.services.context.sized_cache import SizedCache
 from sessions_app.services.sessions.entries import entry_message
 
@@ -73,8 +70,6 @@ logger = logging.getLogger("sessions_app")
 Format = Literal["anthropic", "openai", "responses"]
 #: (context_revision, version) of a session as read from the database.
 Stamp = tuple[int, int]
-#: (position, role, token_count, content as stored JSON text) of one entry.
-Row = tuple[int, str, int, str]
 #: Default budget of the cache in each process: a dozen 1M-token contexts.
 DEFAULT_BUDGET: Final = 64 * 1024 * 1024
 
@@ -329,12 +324,12 @@ def _built(
     if fmt == "responses":  # the OpenAI form's shape, rebuilt on change
         built = responses_body(session)
         return _openai_text(built, stamp, built.tokens, limit, overhead, fmt="responses")
-    rows = _raw_rows(session)
+    rows = raw_rows(session)
     head = 0
     while head < len(rows) and rows[head][1] == "system":
         head += 1
     system = system_text([{"role": "system", "content": json.loads(r[3])} for r in rows[:head]])
-    listed, last_role = _listed(rows[head:], after="")
+    listed, last_role = listed_rows(rows[head:], after="")
     tokens = sum(row[2] for row in rows)
     tail = response_tail(fmt, tokens + overhead, limit)
     # One encode of the whole response (the tail is ASCII): no copy of megabytes after.
@@ -369,11 +364,11 @@ def _extended(
             return None
         tokens = cached.tokens + found.tokens
         return _openai_text(found, stamp, tokens, limit, overhead, before=cached.body[:-1])
-    rows = _raw_rows(session, after=cached.last_position)
-    if not rows or not _alternating(rows, after=cached.last_role):
+    rows = raw_rows(session, after=cached.last_position)
+    if not rows or not alternating(rows, after=cached.last_role):
         return None
     tokens = cached.tokens + sum(row[2] for row in rows)
-    added = f",{_joined(rows)}".encode()
+    added = f",{joined_rows(rows)}".encode()
     return ContextText(
         *stamp,
         last_position=rows[-1][0],
@@ -414,45 +409,3 @@ def _openai_text(
         overhead=overhead,
         asks_tools=built.asks_tools,
     )
-
-
-def _listed(rows: Sequence[Row], *, after: str) -> tuple[str, str]:
-    """(the messages of `rows` as JSON list items, the last one's role).
-
-    Spliced from the stored JSON when the roles alternate and hold no system message;
-    otherwise decoded and rendered as the Anthropic exporter does.
-    """
-    if _alternating(rows, after=after):
-        return _joined(rows), rows[-1][1] if rows else after
-    decoded = [{"role": role, "content": json.loads(content)} for _, role, _, content in rows]
-    rendered = request_messages(decoded)[1]
-    listed = ",".join(json.dumps(message, cls=DjangoJSONEncoder) for message in rendered)
-    return listed, str(rendered[-1]["role"]) if rendered else after
-
-
-def _alternating(rows: Sequence[Row], *, after: str) -> bool:
-    """True when no row is a system message and no row has the role of the one before."""
-    previous = after
-    for _, role, _, _ in rows:
-        if role == "system" or role == previous:
-            return False
-        previous = role
-    return True
-
-
-def _raw_rows(session: Session, *, after: int | None = None) -> list[Row]:
-    """(position, role, token_count, content as stored JSON text) of the entries, in order."""
-    raw = Cast(Coalesce("content", "message__content"), output_field=TextField())
-    entries = ContextEntry.objects.filter(session=session)
-    if after is not None:
-        entries = entries.filter(position__gt=after)
-    # Sorted here rather than by the database, whose sort copies every content it read:
-    # on PostgreSQL the query took about twice as long with it (bench/api.py, "rebuilt").
-    rows = list(entries.order_by().values_list("position", "role", "token_count", raw))
-    rows.sort(key=itemgetter(0))
-    return rows
-
-
-def _joined(rows: Sequence[Row]) -> str:
-    roles = {role: json.dumps(role) for role in {row[1] for row in rows}}
-    return ",".join(f'{{"role":{roles[role]},"content":{content}}}' for _, role, _, content in rows)

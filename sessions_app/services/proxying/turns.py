@@ -3,10 +3,8 @@
 A proxied session keeps `proxy_state` beside its messages: a map of the client messages it
 stored, of constant size (running fingerprints of the stored prefix and the digests of its
 last messages: services/proxying/prefix_map.py), and the token counts and digest of the latest
-system
-prompt and tool definitions. Those themselves are kept in `proxy_overhead`, written (and
-counted) only when a request's differ from the stored ones: an agent that sends the same
-50-100 KB with every request costs one digest of them per request.
+system prompt and tool definitions. Those are kept in `proxy_overhead`, written (and counted)
+only when a request's differ from the stored ones (docs/architecture.md, "proxy").
 The next request continues the session when the stored messages are a prefix of its own;
 otherwise (a client that edited or compacted its own history) it starts a new session and
 the old one stays as it was. Only the new messages are converted, counted and appended, in

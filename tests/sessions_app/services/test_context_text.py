@@ -158,14 +158,14 @@ def test_a_compaction_while_new_entries_are_read_is_not_spliced_in(
 ) -> None:
     context_body(session)
     append_messages(session, [user("next")])
-    read_rows = context_text_module._raw_rows
+    read_rows = context_text_module.raw_rows
 
     def compaction_first(target: Session, *, after: int | None = None) -> Any:
         if after is not None:  # the read of the appended entries: a compaction wins first
             compact_session(target, summarizer=ScriptedSummarizer(default="RACED SUMMARY"))
         return read_rows(target, after=after)
 
-    monkeypatch.setattr(context_text_module, "_raw_rows", compaction_first)
+    monkeypatch.setattr(context_text_module, "raw_rows", compaction_first)
     body = context_body(session)
     monkeypatch.undo()
 
@@ -176,7 +176,7 @@ def test_a_compaction_while_new_entries_are_read_is_not_spliced_in(
 def test_a_change_while_the_context_is_built_is_not_cached_as_the_old_state(
     session: Session, monkeypatch: Any
 ) -> None:
-    read_rows = context_text_module._raw_rows
+    read_rows = context_text_module.raw_rows
     stored: list[Any] = []
 
     def append_after_reading(target: Session, *, after: int | None = None) -> Any:
@@ -184,7 +184,7 @@ def test_a_change_while_the_context_is_built_is_not_cached_as_the_old_state(
         append_messages(target, [user("raced")])
         return rows
 
-    monkeypatch.setattr(context_text_module, "_raw_rows", append_after_reading)
+    monkeypatch.setattr(context_text_module, "raw_rows", append_after_reading)
     monkeypatch.setattr(context_text_module._cache, "put", lambda *args: stored.append(args))
     context_body(session)
     assert stored == [], "built from a state the stamp no longer names"
