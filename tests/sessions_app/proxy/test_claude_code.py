@@ -136,6 +136,7 @@ def test_a_long_claude_code_run_is_compacted_under_it(
         keep_recent_messages=2,
         tail_retention_ratio=0.1,
         cooldown_seconds=0.0,
+        prepare_at=None,  # compacted inside the request: no background worker runs here
     )
     files = []
     (tmp_path / "project").mkdir()
