@@ -22,7 +22,7 @@ PG_URL ?= postgresql://postgres@127.0.0.1:5432
 # test_axe.py): 0 serious or critical accessibility findings. Into .venv/axe-core-<version>.
 AXE_CORE_VERSION := 4.14.1
 
-.PHONY: install run dev test lint typecheck pytest pytest-postgres chromium claude-code axe-core codex bench bench-smoke clean
+.PHONY: install run dev test lint typecheck pytest pytest-postgres chromium claude-code axe-core codex bench bench-smoke screenshot clean
 
 install: $(STAMP)
 
@@ -119,6 +119,10 @@ bench: install
 # Every benchmark with tiny sizes, so none can rot; no figure is checked or kept.
 bench-smoke: install
 	$(BIN)/python -m bench --smoke --output $(VENV)/bench-smoke.md
+
+# docs/screenshot.png, the README's view of the session page, from a throwaway data dir.
+screenshot: install chromium
+	$(BIN)/python scripts/readme_screenshot.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
