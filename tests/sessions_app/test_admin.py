@@ -13,6 +13,7 @@ from django.forms.models import model_to_dict
 from django.test import Client
 
 from compaction import STEPS, Policy, ScriptedSummarizer
+from compaction.carried_state import STATE_CLOSE, STATE_OPEN
 from sessions_app.admin_forms import RATIO_FIELDS, CompactionProfileForm, percent_text
 from sessions_app.models import ApiKey, Compaction, CompactionProfile, SummarizerConfig
 from sessions_app.services.compacting.auto import prepare_context
@@ -124,15 +125,22 @@ def test_compactions_are_read_only_with_escaped_archives(
     )
     compaction = compact_session(session, summarizer=ScriptedSummarizer(default="s")).compaction
     assert compaction is not None
+    # The summarizer's text, then the engine's state block, which quotes the hostile first
+    # request (docs/behaviour.md#what-a-summary-always-keeps): the summary holds it too.
+    summary = compaction.summary
+    assert summary.startswith(f"s\n\n{STATE_OPEN}\nFirst request: <script>alert(1)</script>")
+    assert summary.endswith(f"\n{STATE_CLOSE}")
     page = admin_client.get(f"/admin/sessions_app/compaction/{compaction.pk}/change/")
     html = page.content.decode()
     assert page.status_code == 200
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "<script>alert(1)</script>" not in html
+    assert "&lt;session-state&gt;" in html  # the summary is shown, escaped
+    assert STATE_OPEN not in html
     assert re.search(r"<pre[^>]*>", html)
     assert admin_client.get("/admin/sessions_app/compaction/add/").status_code == 403
     admin_client.post(f"/admin/sessions_app/compaction/{compaction.pk}/change/", {"summary": "x"})
-    assert Compaction.objects.get(pk=compaction.pk).summary == "s"
+    assert Compaction.objects.get(pk=compaction.pk).summary == summary
 
 
 def test_api_keys_are_shown_once_and_revocable(admin_client: Client, user: Any) -> None:

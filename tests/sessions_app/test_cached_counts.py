@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from compaction import ScriptedSummarizer
+from compaction.carried_state import STATE_OPEN
 from compaction.tokens import _message_pieces
 from sessions_app.services.compacting.session_compaction import compact_session
 from tests.support.encoded import recording_encodes
@@ -37,8 +38,10 @@ def test_compaction_encodes_the_summary_but_no_stored_message(
         )
 
     assert outcome.compacted
+    assert outcome.compaction is not None
+    assert outcome.compaction.summary.startswith(f"{SUMMARY}\n\n{STATE_OPEN}\n")
     assert [text for text in encoded if text in stored] == []
-    assert any(SUMMARY in text for text in encoded)
+    assert any(outcome.compaction.summary in text for text in encoded), "the summary, its block too"
     assert _containing(encoded, stored) == [], "no transcript of a stored message either"
 
 
@@ -56,6 +59,8 @@ def test_a_dry_run_preview_counts_no_stored_message(
 
     assert outcome.preview is not None
     assert outcome.preview.partition is not None
+    assert outcome.preview.summary is not None
+    assert outcome.preview.summary.startswith(f"{SUMMARY}\n\n{STATE_OPEN}\n")
     parts = outcome.preview.partition
     assert [text for text in encoded if text in stored] == []
     assert _containing(encoded, stored) == []
@@ -65,10 +70,14 @@ def test_a_dry_run_preview_counts_no_stored_message(
 
 def _containing(encoded: list[str], stored: set[str]) -> list[str]:
     """The encoded texts that hold a long stored piece (a transcript line, say); the lines
-    of a re-ask's identifier list (`- identifier`, new text) aside."""
+    of a re-ask's identifier list (`- identifier`, new text) aside, and the summary's state
+    block (new text, which quotes the first request whole)."""
+    assert not any(STATE_OPEN in piece for piece in stored)  # no stored text is skipped
     long = [piece for piece in stored if len(piece) > 100]
     return [
         text
         for text in encoded
-        if not text.startswith("- ") and any(piece in text for piece in long)
+        if not text.startswith("- ")
+        and STATE_OPEN not in text
+        and any(piece in text for piece in long)
     ]

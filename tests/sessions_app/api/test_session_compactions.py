@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from compaction.carried_state import STATE_CLOSE, STATE_OPEN
 from sessions_app.models import Compaction, CompactionJob, Session
 from sessions_app.services.background.jobs import run_job
 from sessions_app.services.sessions.lifecycle import append_messages
@@ -31,6 +32,17 @@ def session(make_session: Any, make_profile: Any, conversation: Any) -> Session:
     return made
 
 
+def narrative_and_block(summary: str) -> tuple[str, str]:
+    """A summary split into the summarizer's text and the `<session-state>` block the engine
+    ends it with (docs/behaviour.md#what-a-summary-always-keeps)."""
+    narrative, separator, rest = summary.partition(f"\n\n{STATE_OPEN}\n")
+    assert separator, f"no state block in {summary!r}"
+    block = f"{STATE_OPEN}\n{rest}"
+    assert block.endswith(f"\n{STATE_CLOSE}"), block
+    assert block.count(STATE_OPEN) == block.count(STATE_CLOSE) == 1, block
+    return narrative, block
+
+
 def url(session: Session, tail: str = "") -> str:
     return f"/api/sessions/{session.pk}/compactions{tail}"
 
@@ -38,7 +50,7 @@ def url(session: Session, tail: str = "") -> str:
 def test_compact_now_returns_201_with_the_compaction(
     api_client: JsonClient, session: Session, scripted: Any
 ) -> None:
-    scripted(default="Goals and key decisions:\n- summary")
+    summarizer = scripted(default="Goals and key decisions:\n- summary")
     response = api_client.post(url(session), {"instructions": "keep file names"})
     assert response.status_code == 201
     body = response.json()
@@ -52,7 +64,9 @@ def test_compact_now_returns_201_with_the_compaction(
     for name in F008:
         assert name in compaction
     assert compaction["summarizer"] == "scripted"
-    assert compaction["summary"].endswith("summary")
+    narrative, block = narrative_and_block(compaction["summary"])
+    assert narrative == "Goals and key decisions:\n- summary"
+    assert block == summarizer.requests[0].state_block
     assert compaction["instructions"] == "keep file names"
     assert compaction["first_seq"] == 1
     assert compaction["duration_ms"] >= 0
@@ -61,7 +75,7 @@ def test_compact_now_returns_201_with_the_compaction(
 def test_dry_run_previews_and_stores_nothing(
     api_client: JsonClient, session: Session, scripted: Any
 ) -> None:
-    scripted(default="would be used")
+    summarizer = scripted(default="would be used")
     body = api_client.post(url(session), {"dry_run": True}).json()
     assert body["dry_run"] is True
     assert body["number"] is None
@@ -69,7 +83,9 @@ def test_dry_run_previews_and_stores_nothing(
     assert set(preview["partition"]) == {"head", "middle", "tail"}
     assert preview["partition"]["middle"]["messages"] > 0
     assert preview["partition"]["middle"]["tokens"] > 0
-    assert preview["summary"] == "would be used"
+    narrative, block = narrative_and_block(preview["summary"])
+    assert narrative == "would be used"
+    assert block == summarizer.requests[0].state_block
     assert preview["predicted_tokens_after"] < preview["tokens_before"]
     assert not Compaction.objects.exists()
 

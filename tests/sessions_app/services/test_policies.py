@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from compaction import (
     PolicyError,
     SummaryRequest,
 )
+from compaction.carried_state import STATE_CLOSE, STATE_OPEN
 from sessions_app.models import CompactionProfile, SummarizerConfig
 from sessions_app.services.errors import InvalidInput, Unavailable
 from sessions_app.services.sessions.policies import (
@@ -23,6 +25,29 @@ from sessions_app.services.sessions.policies import (
 )
 
 pytestmark = pytest.mark.django_db
+
+
+def narrative_and_block(summary: str) -> tuple[str, str]:
+    """A summary split into the summarizer's text and the `<session-state>` block the engine
+    ends it with (docs/behaviour.md#what-a-summary-always-keeps)."""
+    narrative, separator, rest = summary.partition(f"\n\n{STATE_OPEN}\n")
+    assert separator, f"no state block in {summary!r}"
+    block = f"{STATE_OPEN}\n{rest}"
+    assert block.endswith(f"\n{STATE_CLOSE}"), block
+    assert block.count(STATE_OPEN) == block.count(STATE_CLOSE) == 1, block
+    return narrative, block
+
+
+def sent_texts(body: Any) -> Iterator[str]:
+    """Every string of a request body sent to a model (its prompt's texts among them)."""
+    if isinstance(body, str):
+        yield body
+    elif isinstance(body, dict):
+        for value in body.values():
+            yield from sent_texts(value)
+    elif isinstance(body, list):
+        for item in body:
+            yield from sent_texts(item)
 
 
 def test_the_default_profile_is_balanced(make_session: Any) -> None:
@@ -123,7 +148,11 @@ def test_an_api_compaction_through_the_anthropic_summarizer(
         assert compaction.status == "succeeded"
         assert compaction.summarizer == "anthropic"
         assert compaction.model == "claude-test"
-        assert compaction.summary.endswith("from the model")
+        # The model's text, then the state block the engine appends: the one the model
+        # was shown in its prompt (docs/behaviour.md#what-a-summary-always-keeps).
+        narrative, block = narrative_and_block(compaction.summary)
+        assert narrative == "Goals and key decisions:\n- from the model"
+        assert any(block in text for text in sent_texts(fake.requests[-1].body))
         assert len(fake.requests) >= 2  # the 529, then the answer (maybe a retention retry)
         assert {r.body["model"] for r in fake.requests} == {"claude-test"}
         assert "summary_retry" in [e["phase"] for e in compaction.details["events"]]
@@ -367,7 +396,9 @@ def test_a_compaction_through_an_openai_config_and_the_real_sdk(
     assert compaction is not None
     assert compaction.status == "succeeded"
     assert (compaction.summarizer, compaction.model) == ("openai", "gpt-4o-mini")
-    assert compaction.summary.endswith("from gpt-4o-mini")
+    narrative, block = narrative_and_block(compaction.summary)
+    assert narrative == "Goals and key decisions:\n- from gpt-4o-mini"
+    assert any(block in text for text in sent_texts(fake_openai.requests[-1].body))
     assert compaction.details["summary_model"] == "gpt-4o-mini"
     assert len(fake_openai.requests) >= 2  # the 429, then the answer (maybe a retention retry)
     assert {r.api_key for r in fake_openai.requests} == {"sk-fast-test"}

@@ -3,13 +3,18 @@ lost, and the path of markers down to a nested compaction."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils.html import escape
 
+from compaction import expand_path_groups, extract_identifiers, state_recall
+from compaction.carried_state import STATE_OPEN
 from sessions_app.models import Compaction
+from sessions_app.services.compacting.archives import read_archive
 
 if TYPE_CHECKING:
     from tests.sessions_app.conftest_ui import UiSession
@@ -57,14 +62,44 @@ def test_summary_loads_what_was_lost_when_shown(ui_session: UiSession, logged_in
 def test_what_was_lost_lists_the_missing_identifiers(
     ui_session: UiSession, logged_in: Client
 ) -> None:
-    pk, n = ui_session.session.pk, ui_session.inner.number
+    inner = ui_session.inner
+    pk, n = ui_session.session.pk, inner.number
+    url = reverse("ui:compaction_lost", args=[pk, n])
+    originals = [dict(entry.message) for entry in read_archive(inner).entries]
+    identifiers = extract_identifiers(originals)
+    files = state_recall(originals, []).files
+    assert "src/app/models.py" in identifiers  # named by a request of the originals
+    assert files
 
-    html = logged_in.get(reverse("ui:compaction_lost", args=[pk, n])).content.decode()
+    html = logged_in.get(url).content.decode()
 
+    # The engine's summary ends with the session state (docs/behaviour.md#what-a-summary-
+    # always-keeps): its block lists every touched file and quotes the latest request, which
+    # names src/app/models.py. What the scripted text and the block omit is listed, and only
+    # that.
+    summary = expand_path_groups(inner.summary)
+    missing = [identifier for identifier in identifiers if identifier not in summary]
+    assert missing
+    assert "src/app/models.py" not in missing
     assert f'data-lost="{n}"' in html
+    assert f"does not mention {len(missing)} of the {len(identifiers)} identifiers" in html
+    assert re.findall(r"<li><code>(.*?)</code></li>", html) == [escape(i) for i in missing]
+    assert "(recall " in html
+    assert "Session state lost" not in html
+
+    # A summary without the block (written before the state was carried) loses the path
+    # and the touched files: both are listed.
+    narrative = inner.summary.split(f"\n\n{STATE_OPEN}")[0]
+    Compaction.objects.filter(pk=inner.pk).update(summary=narrative)
+
+    html = logged_in.get(url).content.decode()
+
     assert "What was lost:" in html
     assert "<li><code>src/app/models.py</code></li>" in html
-    assert "(recall " in html
+    assert 'data-lost-state="touched files"' in html
+    assert f"<strong>Session state lost:</strong> {len(files)} touched files." in html
+    for path in files:
+        assert f"<li><code>{escape(path)}</code></li>" in html
 
 
 def test_what_was_lost_says_so_when_nothing_is_missing(
