@@ -42,8 +42,9 @@ def recall_wanted(session: Session) -> bool:
 
 def add_recall_line(session: Session, compaction: Compaction, encoding: str | None) -> None:
     """End the summary entries `compaction` added with its recall line (when the profile
-    wants it), their token counts and the compaction's `tokens_after` counted again.
-    Called in the write-back's transaction, before the session's counters are saved."""
+    wants it), their token counts and the compaction's `tokens_after` (and so its ratio)
+    counted again. Called in the write-back's transaction, before the session's counters are
+    saved."""
     if compaction.first_seq is None or compaction.last_seq is None:
         return
     if not recall_wanted(session):
@@ -62,7 +63,9 @@ def add_recall_line(session: Session, compaction: Compaction, encoding: str | No
         entry.save(update_fields=["content", "token_count"])
     if grown:
         compaction.tokens_after += grown
-        compaction.save(update_fields=["tokens_after"])
+        before = compaction.tokens_before
+        compaction.ratio = compaction.tokens_after / before if before else compaction.ratio
+        compaction.save(update_fields=["tokens_after", "ratio"])
 
 
 def _with_line(content: Any, line: str) -> Any:

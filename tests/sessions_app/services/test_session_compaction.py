@@ -138,11 +138,6 @@ def test_compaction_replaces_the_middle_by_one_summary_entry(session: Session) -
     assert session.last_usage is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: add_recall_line grows tokens_after by the recall line but leaves ratio "
-    "(the API's compaction_ratio) at the engine's figure",
-)
 def test_the_ratio_is_tokens_after_over_tokens_before(session: Session) -> None:
     compaction = compact_session(session, summarizer=ScriptedSummarizer(default=SUMMARY)).compaction
     assert compaction is not None
