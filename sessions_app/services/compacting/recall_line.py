@@ -14,15 +14,17 @@ the compaction's `tokens_after` grows by the difference.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Max, Min
 
 from compaction import message_token_counts
 from sessions_app.models import Compaction, ContextEntry, Session
 from sessions_app.services.sessions.policies import profile_for
 
-__all__ = ["add_recall_line", "recall_line", "recall_wanted"]
+__all__ = ["add_recall_line", "predicted_recall_tokens", "recall_line", "recall_wanted"]
 
 
 def recall_line(session_id: Any, number: int, first: int, last: int) -> str:
@@ -66,6 +68,29 @@ def add_recall_line(session: Session, compaction: Compaction, encoding: str | No
         before = compaction.tokens_before
         compaction.ratio = compaction.tokens_after / before if before else compaction.ratio
         compaction.save(update_fields=["tokens_after", "ratio"])
+
+
+def predicted_recall_tokens(
+    session: Session,
+    summaries: Sequence[Mapping[str, Any]],
+    covered: Sequence[int],
+    encoding: str | None,
+) -> int:
+    """The tokens the recall line will add to `summaries` when a dry run's result is applied
+    (`covered`: the entry ids of the middle), so a preview predicts what applying stores."""
+    if not summaries or not recall_wanted(session):
+        return 0
+    span = ContextEntry.objects.filter(session=session, pk__in=covered).aggregate(
+        first=Min("message__seq"), last=Max("message__seq")
+    )
+    top = Compaction.objects.filter(session=session).aggregate(top=Max("number"))["top"]
+    line = recall_line(session.pk, int(top or 0) + 1, span["first"] or 0, span["last"] or 0)
+    grown = 0
+    for message in summaries:
+        with_line = {**message, "content": _with_line(message.get("content"), line)}
+        before, after = message_token_counts([message, with_line], encoding)
+        grown += after - before
+    return grown
 
 
 def _with_line(content: Any, line: str) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from django.db import DatabaseError
@@ -27,12 +27,14 @@ from compaction import (
     Policy,
     Summarizer,
     compact_messages,
+    is_summary_message,
     message_token_counts,
 )
 from sessions_app.models import Compaction, CompactionProfile, Session
 from sessions_app.nul import strip_nul
 from sessions_app.services.compacting.archives import ArchiveUnavailable
 from sessions_app.services.compacting.failed_attempts import record_failure
+from sessions_app.services.compacting.recall_line import predicted_recall_tokens
 from sessions_app.services.compacting.released import release_connections
 from sessions_app.services.compacting.writeback import (
     CommitMeta,
@@ -184,13 +186,16 @@ def _compact(  # noqa: PLR0913 (compact_session's options)
         run.policy,
     )
     if dry_run:
+        preview = _preview(snapshot, result, policy)
+        # The summaries the run wrote (those of earlier compactions carry their entry id).
+        written = result.messages if result.compacted else []
+        summaries = [m for m in written if is_summary_message(m) and not m.get(ENTRY_KEY)]
+        grown = predicted_recall_tokens(
+            session, summaries, preview.middle_entry_ids, policy.encoding
+        )
+        preview = replace(preview, predicted_tokens_after=preview.predicted_tokens_after + grown)
         return CompactionOutcome(
-            None,
-            result,
-            dry_run=True,
-            reason=result.reason,
-            preview=_preview(snapshot, result, policy),
-            events=events,
+            None, result, dry_run=True, reason=result.reason, preview=preview, events=events
         )
     if not result.compacted:
         return _not_compacted(session, snapshot, result, meta, events)

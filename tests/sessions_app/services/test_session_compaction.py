@@ -355,3 +355,17 @@ def test_the_engine_sums_the_cached_counts_it_is_given(session: Session) -> None
     assert outcome.result is not None
     assert outcome.result.events[0].phase == "compaction_start"
     assert outcome.result.events[0].tokens_before == 1000 * entries
+
+
+def test_a_dry_run_predicts_the_tokens_applying_stores_recall_line_included(
+    session: Session,
+) -> None:
+    preview = compact_session(
+        session, summarizer=ScriptedSummarizer(default=SUMMARY), dry_run=True
+    ).preview
+    compaction = compact_session(session, summarizer=ScriptedSummarizer(default=SUMMARY)).compaction
+    assert preview is not None
+    assert compaction is not None
+    summary = ContextEntry.objects.get(compaction=compaction, kind=ContextEntry.Kind.SUMMARY)
+    assert "read_messages" in str(summary.content)  # the recall line is on
+    assert compaction.tokens_after == preview.predicted_tokens_after
