@@ -148,8 +148,7 @@ def database_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     options = database.setdefault("OPTIONS", {})
     if database["ENGINE"] == "django.db.backends.sqlite3":
         # WAL and a busy timeout let the web server and the task worker share one SQLite file;
-        # ctxweb/sqlite/base.py has a process's write transactions take turns.
-        database["ENGINE"] = "ctxweb.sqlite"
+        # IMMEDIATE transactions take the write lock when they begin (docs/deployment.md).
         options.update(
             {
                 "timeout": 20,
