@@ -29,10 +29,10 @@ def test_import_contracts_are_kept() -> None:
 
 def test_http_faces_and_view_models_build_no_orm_query() -> None:
     """What the contracts cannot see (docs/architecture.md, "Layers"): no module of api/,
-    views/, proxy/ or viewmodels/ reaches a model's manager (`Model.objects`); their reads
+    views/, proxy/, mcp/ or viewmodels/ reaches a model's manager (`Model.objects`); their reads
     go through selectors and their writes through services."""
     found = []
-    for package in ("api", "views", "proxy", "viewmodels"):
+    for package in ("api", "views", "proxy", "mcp", "viewmodels"):
         for path in sorted((ROOT / "sessions_app" / package).rglob("*.py")):
             tree = ast.parse(path.read_text(encoding="utf-8"))
             found += [
