@@ -58,7 +58,7 @@ HELP_TEXTS: Final[dict[str, str]] = {
     "header overrides it per request.",
     "recall_line": "Summaries end with one line naming the compacted messages' range and "
     "session, so a model using ctxweb's MCP server can read them back (README, \"Let the "
-    "agent look back\"). Used while the MCP server is enabled (CTXWEB_MCP_ENABLED).",
+    'agent look back"). Used while the MCP server is enabled (CTXWEB_MCP_ENABLED).',
     "encoding": "Tokenizer used to count tokens (e.g. o200k_base, cl100k_base).",
     "context_limit": "Tokens: the model's context window.",
     "trigger_ratio": "% of the context limit: compaction starts when the context reaches it "

@@ -4,20 +4,33 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sessions_app', '0015_message_search'),
+        ("sessions_app", "0015_message_search"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='summarizerconfig',
-            name='model',
-            field=models.CharField(blank=True, help_text="Required for anthropic and openai, e.g. gpt-4o-mini; for upstream, empty: the conversation's own model.", max_length=200),
+            model_name="summarizerconfig",
+            name="model",
+            field=models.CharField(
+                blank=True,
+                help_text="Required for anthropic and openai, e.g. gpt-4o-mini; for upstream, empty: the conversation's own model.",
+                max_length=200,
+            ),
         ),
         migrations.AlterField(
-            model_name='summarizerconfig',
-            name='provider',
-            field=models.CharField(choices=[('extractive', 'Extractive (offline, deterministic)'), ('anthropic', 'Anthropic Messages API (or a compatible server)'), ('openai', 'OpenAI Chat Completions (Azure, Ollama, vLLM, OpenRouter...)'), ('custom', 'Custom class (dotted path)'), ('upstream', "The proxied conversation's own upstream and key")], default='extractive', max_length=16),
+            model_name="summarizerconfig",
+            name="provider",
+            field=models.CharField(
+                choices=[
+                    ("extractive", "Extractive (offline, deterministic)"),
+                    ("anthropic", "Anthropic Messages API (or a compatible server)"),
+                    ("openai", "OpenAI Chat Completions (Azure, Ollama, vLLM, OpenRouter...)"),
+                    ("custom", "Custom class (dotted path)"),
+                    ("upstream", "The proxied conversation's own upstream and key"),
+                ],
+                default="extractive",
+                max_length=16,
+            ),
         ),
     ]

@@ -7,48 +7,101 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sessions_app', '0016_summarizer_upstream_provider'),
+        ("sessions_app", "0016_summarizer_upstream_provider"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='compaction',
-            name='prepared_at',
-            field=models.DateTimeField(blank=True, help_text='When it was prepared in the background (if it was).', null=True),
+            model_name="compaction",
+            name="prepared_at",
+            field=models.DateTimeField(
+                blank=True,
+                help_text="When it was prepared in the background (if it was).",
+                null=True,
+            ),
         ),
         migrations.AddField(
-            model_name='compactionprofile',
-            name='prepare_at',
-            field=models.FloatField(blank=True, default=0.8, help_text='Share of the context limit past which a compaction is prepared in the background, to be applied at the threshold; empty: compact in the request that reaches the threshold.', null=True, validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)]),
+            model_name="compactionprofile",
+            name="prepare_at",
+            field=models.FloatField(
+                blank=True,
+                default=0.8,
+                help_text="Share of the context limit past which a compaction is prepared in the background, to be applied at the threshold; empty: compact in the request that reaches the threshold.",
+                null=True,
+                validators=[
+                    django.core.validators.MinValueValidator(0.0),
+                    django.core.validators.MaxValueValidator(1.0),
+                ],
+            ),
         ),
         migrations.AddField(
-            model_name='session',
-            name='upstream_window',
-            field=models.PositiveIntegerField(blank=True, help_text="Tokens: the window the upstream refused beyond (learned from a 'too long' answer); compactions aim under it. Empty: the context limit.", null=True),
+            model_name="session",
+            name="upstream_window",
+            field=models.PositiveIntegerField(
+                blank=True,
+                help_text="Tokens: the window the upstream refused beyond (learned from a 'too long' answer); compactions aim under it. Empty: the context limit.",
+                null=True,
+            ),
         ),
         migrations.AlterField(
-            model_name='compaction',
-            name='trigger',
-            field=models.CharField(choices=[('auto', 'Auto'), ('manual', 'Manual'), ('api', 'Api'), ('hard_limit', 'Hard Limit'), ('imported', 'Imported'), ('overflow', 'Overflow')], max_length=16),
+            model_name="compaction",
+            name="trigger",
+            field=models.CharField(
+                choices=[
+                    ("auto", "Auto"),
+                    ("manual", "Manual"),
+                    ("api", "Api"),
+                    ("hard_limit", "Hard Limit"),
+                    ("imported", "Imported"),
+                    ("overflow", "Overflow"),
+                ],
+                max_length=16,
+            ),
         ),
         migrations.CreateModel(
-            name='PreparedCompaction',
+            name="PreparedCompaction",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('prepared_at', models.DateTimeField()),
-                ('context_revision', models.PositiveIntegerField()),
-                ('version', models.PositiveIntegerField(help_text="The session's version it was prepared at.")),
-                ('entry_ids', models.JSONField(default=list)),
-                ('pending_ids', models.JSONField(default=list)),
-                ('first_position', models.PositiveIntegerField(blank=True, null=True)),
-                ('last_position', models.PositiveIntegerField(blank=True, null=True)),
-                ('output', models.JSONField(default=list, encoder=django.core.serializers.json.DjangoJSONEncoder)),
-                ('meta', models.JSONField(default=dict, encoder=django.core.serializers.json.DjangoJSONEncoder)),
-                ('tokens_before', models.PositiveBigIntegerField(default=0)),
-                ('tokens_after', models.PositiveBigIntegerField(default=0)),
-                ('session', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='prepared_compaction', to='sessions_app.session')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("prepared_at", models.DateTimeField()),
+                ("context_revision", models.PositiveIntegerField()),
+                (
+                    "version",
+                    models.PositiveIntegerField(
+                        help_text="The session's version it was prepared at."
+                    ),
+                ),
+                ("entry_ids", models.JSONField(default=list)),
+                ("pending_ids", models.JSONField(default=list)),
+                ("first_position", models.PositiveIntegerField(blank=True, null=True)),
+                ("last_position", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "output",
+                    models.JSONField(
+                        default=list, encoder=django.core.serializers.json.DjangoJSONEncoder
+                    ),
+                ),
+                (
+                    "meta",
+                    models.JSONField(
+                        default=dict, encoder=django.core.serializers.json.DjangoJSONEncoder
+                    ),
+                ),
+                ("tokens_before", models.PositiveBigIntegerField(default=0)),
+                ("tokens_after", models.PositiveBigIntegerField(default=0)),
+                (
+                    "session",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="prepared_compaction",
+                        to="sessions_app.session",
+                    ),
+                ),
             ],
         ),
     ]

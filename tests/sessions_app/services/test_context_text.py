@@ -20,6 +20,7 @@ from sessions_app.models import Session
 from sessions_app.services.compacting.offloading import offload_session
 from sessions_app.services.compacting.reverting import revert_compaction
 from sessions_app.services.compacting.session_compaction import compact_session
+from sessions_app.services.context import rows as context_rows
 from sessions_app.services.context import store as context_store
 from sessions_app.services.context import text as context_text_module
 from sessions_app.services.context.runtime import Format, context_body, context_payload
@@ -32,6 +33,10 @@ pytestmark = pytest.mark.django_db
 FORMATS = pytest.mark.parametrize("fmt", ["anthropic", "openai"])
 BIG = "line of tool output\n" * 50
 BIG_JSON = json.dumps(BIG).encode()[1:-1]  # as it appears inside the JSON body
+
+
+#: The rows reader as the context text module calls it.
+TEXT_RAW_ROWS = "sessions_app.services.context.text.raw_rows"
 
 
 def uncached(session: Session, fmt: Format = "anthropic") -> bytes:
@@ -158,14 +163,14 @@ def test_a_compaction_while_new_entries_are_read_is_not_spliced_in(
 ) -> None:
     context_body(session)
     append_messages(session, [user("next")])
-    read_rows = context_text_module.raw_rows
+    read_rows = context_rows.raw_rows
 
     def compaction_first(target: Session, *, after: int | None = None) -> Any:
         if after is not None:  # the read of the appended entries: a compaction wins first
             compact_session(target, summarizer=ScriptedSummarizer(default="RACED SUMMARY"))
         return read_rows(target, after=after)
 
-    monkeypatch.setattr(context_text_module, "raw_rows", compaction_first)
+    monkeypatch.setattr(TEXT_RAW_ROWS, compaction_first)
     body = context_body(session)
     monkeypatch.undo()
 
@@ -176,7 +181,7 @@ def test_a_compaction_while_new_entries_are_read_is_not_spliced_in(
 def test_a_change_while_the_context_is_built_is_not_cached_as_the_old_state(
     session: Session, monkeypatch: Any
 ) -> None:
-    read_rows = context_text_module.raw_rows
+    read_rows = context_rows.raw_rows
     stored: list[Any] = []
 
     def append_after_reading(target: Session, *, after: int | None = None) -> Any:
@@ -184,7 +189,7 @@ def test_a_change_while_the_context_is_built_is_not_cached_as_the_old_state(
         append_messages(target, [user("raced")])
         return rows
 
-    monkeypatch.setattr(context_text_module, "raw_rows", append_after_reading)
+    monkeypatch.setattr(TEXT_RAW_ROWS, append_after_reading)
     monkeypatch.setattr(context_text_module._cache, "put", lambda *args: stored.append(args))
     context_body(session)
     assert stored == [], "built from a state the stamp no longer names"
