@@ -20,7 +20,13 @@ from django.contrib.auth import get_user_model
 from django.db import DatabaseError, connection
 
 from compaction import SummaryRequest
-from sessions_app.models import Compaction, CompactionJob, CompactionProfile, Session
+from sessions_app.models import (
+    Compaction,
+    CompactionJob,
+    CompactionProfile,
+    ContextEntry,
+    Session,
+)
 from sessions_app.services.background.jobs import MAX_ATTEMPTS, enqueue_compaction, run_job
 from sessions_app.services.compacting import writeback
 from sessions_app.services.compacting.session_compaction import compact_session
@@ -355,8 +361,12 @@ def test_a_second_conflict_fails_the_job_and_changes_nothing(
     assert job.attempts == MAX_ATTEMPTS
     assert job.error.startswith("conflict")
     assert "not retried again" in job.error
-    won = Compaction.objects.filter(session=session)
+    won = Compaction.objects.filter(session=session, status=Compaction.Status.SUCCEEDED)
     assert [c.summarizer for c in won] == ["caller", "caller"], "only the winners' compactions"
+    # The lost attempt is in the log as one failed row, which changed no entry.
+    failed = Compaction.objects.filter(session=session, status=Compaction.Status.FAILED)
+    assert failed.count() == 1
+    assert not ContextEntry.objects.filter(compaction__in=failed).exists()
     _assert_sound(session)
 
 
