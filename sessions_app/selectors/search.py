@@ -60,6 +60,8 @@ _SPACE = re.compile(r"\s+")
 _FTS: Final = "sessions_app_message_search"
 #: A query matching at least this many messages is answered from the time index.
 _FEW: Final = 2000
+#: How many of one session's messages are checked against the FTS5 index at a time.
+_BATCH: Final = 500
 # The indexed column (migration 0015_message_search) and the query: '.', '/', '@' and ':'
 # are spaces on both sides.
 _PG_MATCHES: Final = (
@@ -147,6 +149,8 @@ def _page_ids(
         phrases = " ".join('"' + " ".join(words) + '"' for _, words in chunks)
         if session is None:
             return _sqlite_page(owner, phrases, page)
+        if not _sqlite_few(phrases):
+            return _sqlite_session_page(rows, phrases, page)
         ids = RawSQL(f"SELECT rowid FROM {_FTS} WHERE {_FTS} MATCH %s", [phrases])
         rows = rows.filter(pk__in=ids)  # one session's messages, checked against every match
     else:
@@ -199,6 +203,27 @@ def _sqlite_page(owner: Owner, phrases: str, page: slice) -> list[int]:
     with connection.cursor() as cursor:
         cursor.execute(sql, [phrases, *params, page.stop - page.start, page.start])
         return [row[0] for row in cursor.fetchall()]
+
+
+def _sqlite_session_page(rows: QuerySet[Message], phrases: str, page: slice) -> list[int]:
+    """One page of one session's matches of a word many messages hold, newest first: the
+    session's messages are read newest first and checked against the FTS5 index a batch at
+    a time (`rowid IN (...)`), until the page is full (listing every match costs more)."""
+    ordered = list(rows.order_by("-created_at", "-id").values_list("pk", flat=True))
+    found: list[int] = []
+    with connection.cursor() as cursor:
+        for start in range(0, len(ordered), _BATCH):
+            batch = ordered[start : start + _BATCH]
+            marks = ", ".join(["%s"] * len(batch))
+            cursor.execute(
+                f"SELECT rowid FROM {_FTS} WHERE {_FTS} MATCH %s AND rowid IN ({marks})",
+                [phrases, *batch],
+            )
+            hits = {row[0] for row in cursor.fetchall()}
+            found.extend(pk for pk in batch if pk in hits)
+            if len(found) >= page.stop:
+                break
+    return found[page]
 
 
 def covering_compactions(rows: Sequence[Message]) -> dict[int, int]:

@@ -181,3 +181,39 @@ def test_a_word_many_messages_hold_gives_the_same_pages(
     assert walked == listed
     assert listed[2] == ["ibis 5", "ibis 4", "ibis 3", "ibis 2", "ibis one"]
     assert [h.snippet for h in search_history(user, "ibis", session=session, limit=2)] == listed[0]
+
+
+def test_one_session_a_word_most_messages_hold_gives_the_newest_hits(
+    make_session: Callable[..., Session], user: Any, monkeypatch: Any
+) -> None:
+    """SQLite reads one session's messages newest first in batches for a word of many
+    messages (search._FEW, search._BATCH): the newest `limit` hits, in order, pages too."""
+    from sessions_app.selectors import search
+
+    session = make_session(messages=_said("kiwi 0", "2026-01-01T00:00:00Z"))
+    for day in range(1, 10):
+        text = f"other {day}" if day % 3 == 0 else f"kiwi {day}"
+        append_messages(session, _said(text, f"2026-01-{day + 1:02d}T00:00:00Z"))
+    make_session(messages=_said("kiwi elsewhere", "2026-02-01T00:00:00Z"))
+    listed = [
+        [h.snippet for h in search_history(user, "kiwi", session=session, limit=n, offset=o)]
+        for n, o in [(3, 0), (3, 2), (20, 0)]
+    ]
+    monkeypatch.setattr(search, "_FEW", 1)
+    monkeypatch.setattr(search, "_BATCH", 2)
+    walked = [
+        [h.snippet for h in search_history(user, "kiwi", session=session, limit=n, offset=o)]
+        for n, o in [(3, 0), (3, 2), (20, 0)]
+    ]
+    assert walked == listed
+    assert listed[0] == ["kiwi 8", "kiwi 7", "kiwi 5"]
+    assert listed[1] == ["kiwi 5", "kiwi 4", "kiwi 2"]
+    assert listed[2] == [
+        "kiwi 8",
+        "kiwi 7",
+        "kiwi 5",
+        "kiwi 4",
+        "kiwi 2",
+        "kiwi 1",
+        "kiwi 0",
+    ]
