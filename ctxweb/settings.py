@@ -148,7 +148,12 @@ def database_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     options = database.setdefault("OPTIONS", {})
     if database["ENGINE"] == "django.db.backends.sqlite3":
         # WAL and a busy timeout let the web server and the task worker share one SQLite file;
-        # IMMEDIATE transactions take the write lock when they begin (docs/deployment.md).
+        # IMMEDIATE transactions take the write lock when they begin, and ctxweb/sqlite/base.py
+        # has the writers of all processes take turns (docs/deployment.md, "SQLite").
+        database["ENGINE"] = "ctxweb.sqlite"
+        # The test database stays in memory, as with Django's own engine: pytest-django
+        # recognises that one by its ENGINE name, any other by this name.
+        database["TEST"] = {"NAME": ":memory:"}
         options.update(
             {
                 "timeout": 20,
@@ -276,6 +281,10 @@ if not DEBUG:
 CTXWEB_MAX_BODY_BYTES = int(os.environ.get("CTXWEB_MAX_BODY_BYTES", str(20 * 1024 * 1024)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = CTXWEB_MAX_BODY_BYTES + 1024 * 1024
 CTXWEB_TOKEN_ENCODING = os.environ.get("CTXWEB_TOKEN_ENCODING", "o200k_base")
+# Under ASGI, how many of Django's requests a process runs at once (0: no limit), and the
+# seconds after which a slow one stops counting (ctxweb/admission.py; docs/deployment.md).
+CTXWEB_WEB_REQUESTS_AT_ONCE = int(os.environ.get("CTXWEB_WEB_REQUESTS_AT_ONCE", "2"))
+CTXWEB_WEB_REQUEST_SLOT_SECONDS = float(os.environ.get("CTXWEB_WEB_REQUEST_SLOT_SECONDS", "0.1"))
 # Where the tiktoken vocabularies are unpacked ("": the system temp dir's ctxweb-tiktoken).
 CTXWEB_TIKTOKEN_DIR = os.environ.get("CTXWEB_TIKTOKEN_DIR", "")
 # Counts from bpe-openai's faster counter (same figures; its tables cost memory per process).

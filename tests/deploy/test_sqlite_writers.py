@@ -5,8 +5,10 @@ halfway with "database is locked", and readers never wait for a writer."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,9 +17,23 @@ import pytest
 from django.db.utils import ConnectionHandler
 
 from ctxweb.settings import database_settings
+from ctxweb.sqlite import base as sqlite_backend
 from tests.deploy.conftest import manage, subprocess_env
 
 RESULT = "SQLITE-WRITERS:"
+
+
+@pytest.fixture
+def handler(tmp_path: Path, django_db_blocker: Any) -> Iterator[ConnectionHandler]:
+    """Connections (one per thread) made from the settings `make run` uses, on a file of
+    their own (not the test database: pytest-django is told these are ours)."""
+    path = tmp_path / "ctxweb.sqlite3"
+    made = ConnectionHandler({"default": database_settings({"DATABASE_URL": f"sqlite:///{path}"})})
+    with django_db_blocker.unblock():
+        try:
+            yield made
+        finally:
+            made.close_all()
 
 
 @pytest.fixture
@@ -34,6 +50,72 @@ def served(tmp_path: Path, django_db_blocker: Any) -> Iterator[tuple[Any, Path]]
             yield wrapper, path
         finally:
             wrapper.close()
+
+
+def test_write_transactions_of_one_process_take_turns(handler: ConnectionHandler) -> None:
+    """A second transaction waits for the first to end (the process's writer lock,
+    ctxweb/sqlite/base.py), then begins: it neither fails nor polls SQLite's busy handler."""
+    first = handler["default"]
+    assert first.vendor == "sqlite"
+    assert type(first).__module__ == "ctxweb.sqlite.base"
+    with first.cursor() as cursor:
+        cursor.execute("CREATE TABLE note (text TEXT)")
+    first.set_autocommit(False, force_begin_transaction_with_broken_autocommit=True)
+    began = threading.Event()
+    done: list[str] = []
+
+    def second_writer() -> None:
+        second = handler["default"]  # this thread's own connection
+        second.set_autocommit(False, force_begin_transaction_with_broken_autocommit=True)
+        began.set()
+        with second.cursor() as cursor:
+            cursor.execute("INSERT INTO note VALUES ('second')")
+        second.commit()
+        second.set_autocommit(True)
+        done.append("second")
+        second.close()
+
+    thread = threading.Thread(target=second_writer)
+    thread.start()
+    assert not began.wait(0.5), "the second transaction began while the first was open"
+    assert sqlite_backend._WRITER.locked()  # it waits in the process, not in SQLite's retries
+    with first.cursor() as cursor:
+        cursor.execute("INSERT INTO note VALUES ('first')")
+    first.commit()
+    first.set_autocommit(True)
+    thread.join(10)
+    assert done == ["second"]
+    assert not sqlite_backend._WRITER.locked()
+    with first.cursor() as cursor:
+        cursor.execute("SELECT text FROM note ORDER BY rowid")
+        assert cursor.fetchall() == [("first",), ("second",)]
+
+
+def test_a_transaction_waits_for_another_processs_writer(
+    handler: ConnectionHandler, tmp_path: Path
+) -> None:
+    """The processes take turns through the lock file beside the database: held by another
+    (here an open file of its own, as another process's would be), a transaction waits."""
+    connection = handler["default"]
+    connection.ensure_connection()
+    began = threading.Event()
+
+    def writer() -> None:
+        mine = handler["default"]
+        mine.set_autocommit(False, force_begin_transaction_with_broken_autocommit=True)
+        began.set()
+        mine.rollback()
+        mine.set_autocommit(True)
+        mine.close()
+
+    with (tmp_path / "ctxweb.sqlite3-writer").open("ab") as other:
+        fcntl.flock(other, fcntl.LOCK_EX)
+        thread = threading.Thread(target=writer)
+        thread.start()
+        assert not began.wait(0.5), "the transaction began while another process wrote"
+        fcntl.flock(other, fcntl.LOCK_UN)
+        assert began.wait(5)
+    thread.join(5)
 
 
 def test_the_settings_are_in_force_on_every_connection(served: tuple[Any, Path]) -> None:
