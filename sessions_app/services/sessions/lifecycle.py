@@ -125,19 +125,32 @@ def append_messages(
     relative to `messages`. Appends never wait for a running compaction: a compaction only
     locks the session for its short commit. The last assistant message's `usage`, if any,
     becomes the session's `last_usage` in the same transaction.
+
+    The messages are validated and counted before the transaction begins, against the
+    session as read then; inside it, they are validated again only when the session changed
+    meanwhile. So the write lock (SQLite's one for the whole database) is held for the
+    INSERTs and the UPDATE, not for the work before them (docs/deployment.md, "SQLite").
     """
-    items = list(messages)
+    items = _copies(messages)
+    profile = profile_for(session)
+    read_version = Session.objects.filter(pk=session.pk).values_list("version", flat=True).first()
+    _validate_after(_last_message(session), items)
+    counts = message_token_counts(items, profile_encoding(profile)) if items else []
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
         if expected_version is not None and locked.version != expected_version:
             raise VersionConflict(expected_version, locked.version)
-        rows = append_locked(locked, items, save=False)
-        if rows:  # the totals and the reply's usage in one write (post_call_check)
-            changes = appended_totals(locked)
+        if locked.version != read_version:  # appended to or compacted since it was read
+            _validate_after(_last_message(locked), items)
+        if items:
+            rows = _append_validated(locked, items, profile=profile, save=False, counts=counts)
+            changes = appended_totals(locked)  # the totals and the reply's usage in one write
             usage = reported_usage(items)
             if usage is not None:
                 changes.update(advance(locked, Change(usage=usage)))
             Session.objects.filter(pk=locked.pk).update(**changes)
+        else:
+            rows = []
     _copy_totals(locked, session)
     return rows
 
@@ -164,16 +177,25 @@ def append_locked(
     `locked` but not saved; the caller writes `appended_totals(locked)` in its own UPDATE."""
     items = _copies(messages)
     if previous is UNREAD:
-        last = (
-            ContextEntry.objects.filter(session=locked)
-            .select_related("message")
-            .order_by("-position")
-            .first()
-        )
-        previous = entry_message(last) if last is not None else None
-    before = previous if isinstance(previous, Mapping) else None
-    _raise_problems(validate_extension(before, items), offset=1 if before else 0)
+        previous = _last_message(locked)
+    _validate_after(previous if isinstance(previous, Mapping) else None, items)
     return _append_validated(locked, items, profile=profile, save=save) if items else []
+
+
+def _last_message(session: Session) -> dict[str, Any] | None:
+    """The message the session's context ends with (None: the context is empty)."""
+    last = (
+        ContextEntry.objects.filter(session=session)
+        .select_related("message")
+        .order_by("-position")
+        .first()
+    )
+    return entry_message(last) if last is not None else None
+
+
+def _validate_after(previous: Mapping[str, Any] | None, items: list[Any]) -> None:
+    """Raise InvalidInput with the problems of `items` appended after `previous`."""
+    _raise_problems(validate_extension(previous, items), offset=1 if previous else 0)
 
 
 def _checked_fields(
@@ -290,11 +312,13 @@ def _append_validated(
     *,
     profile: CompactionProfile | None = None,
     save: bool = True,
+    counts: Sequence[int] | None = None,
 ) -> list[Message]:
     """Write validated messages as Message and ContextEntry rows; `session` must be locked.
-    Its totals are saved as a new version (`save=False`: only set, see `append_locked`)."""
-    encoding = profile_encoding(profile or profile_for(session))
-    counts = message_token_counts(items, encoding)
+    Its totals are saved as a new version (`save=False`: only set, see `append_locked`).
+    `counts`: the messages' token counts in the profile's encoding, when already counted."""
+    if counts is None:
+        counts = message_token_counts(items, profile_encoding(profile or profile_for(session)))
     now = timezone.now()
     rows = []
     for offset, (item, count) in enumerate(zip(items, counts, strict=True)):

@@ -182,3 +182,63 @@ def test_a_refused_append_keeps_the_last_usage(user: Any) -> None:
     with pytest.raises(InvalidInput):  # a tool message answering no call
         append_messages(session, [reply, {"role": "tool", "content": "orphan"}])
     assert Session.objects.get(pk=session.pk).last_usage is None
+
+
+def _append_meanwhile(
+    monkeypatch: pytest.MonkeyPatch, session: Session, messages: list[dict[str, Any]]
+) -> None:
+    """Have `messages` appended by "another request" after an append validated and counted
+    its messages, before its transaction began (lifecycle counts just before it)."""
+    from sessions_app.services.sessions import lifecycle
+
+    counted = message_token_counts
+    done: list[bool] = []
+
+    def count_then_let_another_in(items: Any, encoding: str) -> list[int]:
+        if not done:
+            done.append(True)
+            append_messages(Session.objects.get(pk=session.pk), messages)
+        return counted(items, encoding)
+
+    monkeypatch.setattr(lifecycle, "message_token_counts", count_then_let_another_in)
+
+
+def test_an_append_checked_before_another_is_checked_again_against_it(
+    user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Validation happens before the transaction; when another append got in between, the
+    messages are validated again against the context as it is now, and nothing is stored."""
+    session = create_session(user, messages=[user_msg("read it"), tool_call("t1")])
+    _append_meanwhile(monkeypatch, session, [tool_results(("t1", "content")), assistant("done")])
+    late = [tool_results(("t1", "again"))]  # answered already: no call is pending now
+    with pytest.raises(InvalidInput) as info:
+        append_messages(session, late)
+    assert info.value.problems[0].path == "messages[0]"
+    stored = Session.objects.get(pk=session.pk)
+    assert stored.message_count == 4
+    assert [m.seq for m in Message.objects.filter(session=session)] == [0, 1, 2, 3]
+
+
+def test_an_append_still_valid_after_another_lands_after_it(
+    user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = create_session(user, messages=[user_msg("hi"), assistant("hello")])
+    _append_meanwhile(monkeypatch, session, [user_msg("first"), assistant("one")])
+    rows = append_messages(session, [user_msg("second")])
+    assert [r.seq for r in rows] == [4]
+    assert session.version == 3
+    assert session.message_count == 5
+
+
+def test_the_transaction_holds_only_the_writes_when_nothing_changed_meanwhile(
+    user: Any,
+) -> None:
+    """The write lock is held for the lock of the row, two INSERTs and one UPDATE: the
+    validation's read and the profile's come before BEGIN."""
+    session = create_session(user, messages=[user_msg("hi"), assistant("hello")])
+    with CaptureQueriesContext(connection) as queries:
+        append_messages(session, [user_msg("again"), assistant("sure")])
+    sql = [q["sql"].split()[0].upper() for q in queries.captured_queries]
+    begin = next(i for i, s in enumerate(sql) if s in {"BEGIN", "SAVEPOINT"})
+    inside = [s for s in sql[begin + 1 :] if s not in {"RELEASE", "COMMIT"}]
+    assert inside == ["SELECT", "INSERT", "INSERT", "UPDATE"]
