@@ -13,6 +13,7 @@ os.environ["CTXWEB_ASGI_PROCESS"] = "1"
 _django = get_asgi_application()
 
 from compaction import count_tokens  # noqa: E402  (after the settings)
+from ctxweb.admission import admitted  # noqa: E402
 from sessions_app.mcp.asgi import with_mcp_route  # noqa: E402  (needs the app loaded)
 from sessions_app.proxy.asgi import with_proxy_route  # noqa: E402  (needs the app loaded)
 from sessions_app.proxy.pool import with_upstream_lifespan  # noqa: E402  (needs the app loaded)
@@ -30,5 +31,9 @@ def _warm() -> None:
 
 
 _warm()
-# `/mcp`: the MCP server (sessions_app/mcp/asgi.py), outside Django's middleware as the proxy.
-application = with_mcp_route(with_upstream_lifespan(with_proxy_route(_django)))
+# Django's requests take turns, a few at a time (ctxweb/admission.py); the proxy and `/mcp`
+# (sessions_app/mcp/asgi.py) are routed around Django's middleware and this count.
+_counted = admitted(
+    _django, settings.CTXWEB_WEB_REQUESTS_AT_ONCE, settings.CTXWEB_WEB_REQUEST_SLOT_SECONDS
+)
+application = with_mcp_route(with_upstream_lifespan(with_proxy_route(_counted)))
