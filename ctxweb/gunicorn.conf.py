@@ -3,8 +3,9 @@
 Everything comes from the environment (docs/deployment.md has the table):
 CTXWEB_BIND (default 127.0.0.1:8000, behind a reverse proxy), CTXWEB_WEB_WORKERS (default
 2 x cores + 1), CTXWEB_WEB_THREADS (1), CTXWEB_WEB_TIMEOUT (60 s: a synchronous compaction
-calls the summary model), CTXWEB_ACCESS_LOG (`-`: stdout; empty: off) and
-CTXWEB_LOG_LEVEL. Background compactions run in `manage.py db_worker` processes, not here.
+calls the summary model), CTXWEB_WEB_MAX_REQUESTS (2000), CTXWEB_WEB_PRELOAD (on),
+CTXWEB_ACCESS_LOG (`-`: stdout; empty: off) and CTXWEB_LOG_LEVEL. Background compactions
+run in `manage.py db_worker` processes, not here.
 
 The ASGI application is served by default, with gunicorn's own `asgi` worker (gunicorn 24+;
 one event loop per process): the proxy (`/proxy/`, README "Point an agent at the proxy")
@@ -36,6 +37,13 @@ keepalive = 5
 # Recycle workers now and then so a slow leak cannot grow without bound.
 max_requests = int(os.environ.get("CTXWEB_WEB_MAX_REQUESTS", "2000"))
 max_requests_jitter = max_requests // 10
+# The application is loaded once, before the workers are forked: a recycled worker serves
+# again within milliseconds. Loaded in each worker instead, it took a second or two, and
+# two workers recycled at the same moment (even load, even counts) left none listening:
+# bench/load.py saw every request wait 1.5-2.5 s. With it, `kill -HUP` re-forks the
+# workers from the code already loaded: to deploy new code, restart gunicorn, or set
+# CTXWEB_WEB_PRELOAD=0 (docs/deployment.md).
+preload_app = os.environ.get("CTXWEB_WEB_PRELOAD", "1").lower() not in {"0", "false", "no", "off"}
 
 accesslog = os.environ.get("CTXWEB_ACCESS_LOG", "-") or None
 access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms "%(a)s"'
