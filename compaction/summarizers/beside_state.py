@@ -28,7 +28,9 @@ def beside_state(lines: list[Line], block: str) -> list[Line]:
     if not block:
         return lines
     words = {word.rstrip(":,") for word in expand_path_groups(block).split()}
-    kept = [line for line in lines if not _held(line, block, words)]
+    # An earlier summary in the middle brings its own pointer to the block: one is enough.
+    own = [line for line in lines if line.text != _FILES_IN_STATE]
+    kept = [line for line in own if not _held(line, block, words)]
     if len(kept) < len(lines) and any(line.section == FILES for line in lines):
         kept.append(Line(FILES, _FILES_IN_STATE, _GOAL, -1))
     return kept

@@ -78,3 +78,19 @@ def test_harness_turns_reach_the_summarizer_as_bookkeeping() -> None:
     assert cleaned[2] is plain
     assert cleaned[3]["content"] == [{"type": "text", "text": "and then this"}]
     assert request_text(caveat["content"]) == ""
+
+
+def test_an_earlier_summarys_pointer_to_the_block_is_not_repeated() -> None:
+    summarizer = ExtractiveSummarizer()
+    first_turns = [
+        user("Refactor the parser"),
+        *exchange("t1", "Edit", {"file_path": "src/parser.py"}, "ok"),
+    ]
+    first = summarizer.summarize(SummaryRequest(first_turns, max_tokens=800, state_block=BLOCK))
+    earlier = make_summary_message(f"{first}\n\n{BLOCK}")
+    later = [earlier, *exchange("t2", "Read", {"file_path": "src/lexer.py"}, "ok"), user("more")]
+
+    second = summarizer.summarize(SummaryRequest(later, max_tokens=800, state_block=BLOCK))
+
+    assert second.count("- every file touched: in the session state below") == 1
+    assert "- src/lexer.py" not in second
