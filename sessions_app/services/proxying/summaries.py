@@ -13,13 +13,21 @@ the database, a job's parameters or a log line.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from compaction import AnthropicSummarizer, OpenAISummarizer, Summarizer
+from compaction import (
+    AnthropicSummarizer,
+    ExtractiveSummarizer,
+    OpenAISummarizer,
+    Summarizer,
+    SummaryError,
+    SummaryRequest,
+)
 from sessions_app.models import Session
 from sessions_app.services.proxying.upstream import (
     UpstreamProvider,
@@ -27,7 +35,14 @@ from sessions_app.services.proxying.upstream import (
     upstream_base,
 )
 
-__all__ = ["ConversationUpstream", "summaries_through", "upstream_summarizer"]
+__all__ = [
+    "ConversationUpstream",
+    "conversation_summarizer",
+    "summaries_through",
+    "upstream_summarizer",
+]
+
+logger = logging.getLogger("sessions_app")
 
 #: The key sent when there is none (an upstream that needs no key): the SDKs insist on one,
 #: and a placeholder keeps them from reading another from the environment.
@@ -82,6 +97,51 @@ def upstream_summarizer(
         return AnthropicSummarizer(chosen, max_tokens=max_tokens, timeout=timeout, client=client)
     client = _openai_client(through.credentials, timeout)
     return OpenAISummarizer(chosen, max_tokens=max_tokens, timeout=timeout, client=client)
+
+
+def conversation_summarizer(
+    session: Session | None, *, model: str, max_tokens: int | None, timeout: float
+) -> Summarizer | None:
+    """The profile choice `auto` for a proxied session: `upstream_summarizer`, with the
+    extractive summary written instead once it fails (docs/summarizers.md#without-a-
+    configuration); None where no upstream can write it."""
+    try:
+        through = upstream_summarizer(session, model=model, max_tokens=max_tokens, timeout=timeout)
+    except Exception:  # the provider's SDK not installed, a client it refuses...
+        logger.warning("the conversation's upstream cannot write summaries", exc_info=True)
+        return None
+    return None if through is None else OrExtractive(through)
+
+
+class OrExtractive:
+    """`first`; from its first failure on (an error answer, a refusal, a login token the
+    upstream accepts for the agent only), the extractive summary: a summary the default
+    asked for never fails a compaction that the extractive one can write."""
+
+    def __init__(self, first: Summarizer) -> None:
+        self.first = first
+        self.failed = False
+        self._extractive = ExtractiveSummarizer()
+
+    @property
+    def name(self) -> str:
+        return self._extractive.name if self.failed else str(self.first.name)
+
+    @property
+    def model(self) -> str:
+        return "" if self.failed else str(getattr(self.first, "model", "") or "")
+
+    def summarize(self, request: SummaryRequest) -> str:
+        if not self.failed:
+            try:
+                return self.first.summarize(request)
+            except SummaryError as error:
+                self.failed = True
+                logger.warning(
+                    "the conversation's upstream did not write the summary; extractive instead",
+                    extra={"reason": error.reason, "status": error.status},
+                )
+        return self._extractive.summarize(request)
 
 
 def _served_by_server(session: Session | None) -> ConversationUpstream | None:

@@ -30,7 +30,7 @@ from compaction import (
 )
 from sessions_app.models import CompactionProfile, Session, SummarizerConfig
 from sessions_app.services.errors import InvalidInput, Unavailable, engine_error
-from sessions_app.services.proxying.summaries import upstream_summarizer
+from sessions_app.services.proxying.summaries import conversation_summarizer, upstream_summarizer
 from sessions_app.services.sessions.overhead import session_overhead
 from sessions_app.summarizer_config import (
     constructor_kwargs,
@@ -149,11 +149,14 @@ def summarizer_for(profile: CompactionProfile, session: Session | None = None) -
             return through
     elif config is not None:
         return _configured(config, profile)
-    return _chosen(profile)
+    return _chosen(profile, session)
 
 
-def _chosen(profile: CompactionProfile) -> Summarizer:
-    """The profile's `summarizer` choice, with the settings' key and model."""
+def _chosen(profile: CompactionProfile, session: Session | None = None) -> Summarizer:
+    """The profile's `summarizer` choice, with the settings' key and model. `auto`, with no
+    Anthropic key and model set, writes a proxied session's summaries through its
+    conversation's upstream (its model, unless the profile names one), the extractive
+    summary where none can or once it fails (docs/summarizers.md#without-a-configuration)."""
     kind = profile.summarizer
     model = summary_model(profile)
     api_key = str(getattr(settings, "ANTHROPIC_API_KEY", "") or "")
@@ -165,6 +168,15 @@ def _chosen(profile: CompactionProfile) -> Summarizer:
         return _anthropic(
             model, max_tokens=profile.summary_max_tokens, timeout=profile.summary_timeout_seconds
         )
+    if kind == CompactionProfile.SummarizerKind.AUTO:
+        own = conversation_summarizer(
+            session,
+            model=profile.summary_model.strip(),
+            max_tokens=profile.summary_max_tokens,
+            timeout=profile.summary_timeout_seconds,
+        )
+        if own is not None:
+            return own
     return ExtractiveSummarizer()
 
 

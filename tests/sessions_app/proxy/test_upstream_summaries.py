@@ -36,14 +36,23 @@ def _converse(client: anthropic.Anthropic, turns: int) -> None:
 
 
 @pytest.mark.parametrize("own_key", [False, True], ids=["server-key", "callers-own-key"])
+@pytest.mark.parametrize("chosen", ["configuration", "auto"])
 def test_a_proxied_sessions_summaries_go_through_its_upstream_and_key(
+    settings: Any,
     proxy_server: AsgiServer,
     ctx_key: str,
     upstream_anthropic: StreamingAnthropic,
     own_key: bool,
+    chosen: str,
 ) -> None:
+    """With a configuration of the provider `upstream`, or out of the box: the presets'
+    choice `auto` with no Anthropic key and model in the settings."""
+    settings.ANTHROPIC_API_KEY = ""
     profile = small_default_profile()
-    profile.summarizer_config = SummarizerConfig.objects.create(name="up", provider="upstream")
+    if chosen == "auto":
+        profile.summarizer = "auto"
+    else:
+        profile.summarizer_config = SummarizerConfig.objects.create(name="up", provider="upstream")
     profile.save()
     base_url = f"{proxy_server.url}/proxy/anthropic"
     if own_key:  # the caller's provider key goes upstream, its ctxweb key in X-Ctxweb-Key
