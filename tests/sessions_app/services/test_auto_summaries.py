@@ -19,10 +19,11 @@ from sessions_app.services.proxying.summaries import (
     summaries_through,
 )
 from sessions_app.services.sessions.policies import summarizer_for
-from tests.sessions_app.services.test_upstream_summaries import (
+from tests.sessions_app.services.test_upstream_summaries import (  # noqa: F401 (an autouse fixture)
     CALLER_KEY,
     SERVER_KEY,
     SUMMARY,
+    _configured_upstreams,
     proxied,
     stored_text,
 )
@@ -32,15 +33,11 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def _no_summary_key(settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`auto` with no Anthropic key or model of the settings', no fake summarizer."""
-    settings.CTXWEB_SUMMARIZER_CLASS = ""
+def _no_summary_key(settings: Any) -> None:
+    """`auto` with no Anthropic key or model of the settings' (and, as in the tests of the
+    provider `upstream`, no fake summarizer and no key an SDK could pick up)."""
     settings.ANTHROPIC_API_KEY = ""
     settings.CTXWEB_SUMMARY_MODEL = ""
-    settings.CTXWEB_UPSTREAM_ANTHROPIC_API_KEY = ""
-    settings.CTXWEB_UPSTREAM_OPENAI_API_KEY = ""
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
