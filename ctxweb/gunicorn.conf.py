@@ -3,7 +3,7 @@
 Everything comes from the environment (docs/deployment.md has the table):
 CTXWEB_BIND (default 127.0.0.1:8000, behind a reverse proxy), CTXWEB_WEB_WORKERS (default
 2 x cores + 1), CTXWEB_WEB_THREADS (1), CTXWEB_WEB_TIMEOUT (60 s: a synchronous compaction
-calls the summary model), CTXWEB_WEB_MAX_REQUESTS (2000), CTXWEB_WEB_PRELOAD (on),
+calls the summary model), CTXWEB_WEB_MAX_REQUESTS (0: never), CTXWEB_WEB_PRELOAD (on),
 CTXWEB_ACCESS_LOG (`-`: stdout; empty: off) and CTXWEB_LOG_LEVEL. Background compactions
 run in `manage.py db_worker` processes, not here.
 
@@ -34,15 +34,18 @@ threads = int(os.environ.get("CTXWEB_WEB_THREADS", "1"))
 timeout = int(os.environ.get("CTXWEB_WEB_TIMEOUT", "60"))
 graceful_timeout = 30
 keepalive = 5
-# Recycle workers now and then so a slow leak cannot grow without bound.
-max_requests = int(os.environ.get("CTXWEB_WEB_MAX_REQUESTS", "2000"))
+# No recycling unless asked for (0): a recycled process's clients reconnect to the one still
+# serving, and agents keep their connections, so the load stayed lopsided until the next
+# recycle (bench/load.py: 150 requests/s with a recycle every 2000 requests, 215 without).
+# The processes' caches are bounded; set it to bound a leak of your own.
+max_requests = int(os.environ.get("CTXWEB_WEB_MAX_REQUESTS", "0"))
 max_requests_jitter = max_requests // 10
-# The application is loaded once, before the workers are forked: a recycled worker serves
-# again within milliseconds. Loaded in each worker instead, it took a second or two, and
-# two workers recycled at the same moment (even load, even counts) left none listening:
-# bench/load.py saw every request wait 1.5-2.5 s. With it, `kill -HUP` re-forks the
-# workers from the code already loaded: to deploy new code, restart gunicorn, or set
-# CTXWEB_WEB_PRELOAD=0 (docs/deployment.md).
+# The application is loaded once, before the workers are forked: a restarted or recycled
+# worker serves again within milliseconds. Loaded in each worker instead, it took a second
+# or two, and two workers recycled at the same moment (even load, even counts) left none
+# listening: bench/load.py saw every request wait 1.5-2.5 s. With it, `kill -HUP`
+# re-forks the workers from the code already loaded: to deploy new code, restart
+# gunicorn, or set CTXWEB_WEB_PRELOAD=0 (docs/deployment.md).
 preload_app = os.environ.get("CTXWEB_WEB_PRELOAD", "1").lower() not in {"0", "false", "no", "off"}
 
 accesslog = os.environ.get("CTXWEB_ACCESS_LOG", "-") or None
