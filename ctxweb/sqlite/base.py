@@ -1,4 +1,4 @@
-"""Django's SQLite backend, with the write transactions of one process taking turns
+"""Django's SQLite backend, with the write transactions of all processes taking turns
 (docs/deployment.md, "SQLite").
 
 SQLite lets one writer in at a time. The others retry after growing sleeps (its busy
